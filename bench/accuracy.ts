@@ -1,0 +1,96 @@
+// Estimation accuracy on real agent transcripts with the provider's real prompt size per call.
+//
+//   node bench/accuracy.ts [transcripts-dir]      (default ../shared/transcripts; skipped when absent)
+//
+// Every model call of every transcript is replayed through the guard: beforeModel on the messages
+// sent, then afterModel with the provider's real count, as a host would. Each estimate is scored
+// against the real count, next to two baselines computed on the same messages:
+//   - chars/4: the plain heuristic;
+//   - seed: heuristic × clamp(real / heuristic of the previous call, 1, 5), 1.5 on the first call.
+// The first call of a file and the first call after a compaction boundary are not scored: the
+// files lack the hidden system prompt and tool schemas, which only a real count reveals.
+import { createContextGuard, type EstimateEvent } from '../src/index.ts';
+import { loadTranscripts, type Transcript } from './transcripts.ts';
+
+type Method = 'guard' | 'seed' | 'chars/4';
+const METHODS: Method[] = ['guard', 'seed', 'chars/4'];
+
+export interface Scores {
+  errors: Record<Method, number[]>;
+}
+
+/** Replays one transcript; returns the relative error (estimate − real) / real of each scored call. */
+export async function replay(transcript: Transcript): Promise<Scores> {
+  let lastEstimate: EstimateEvent | undefined;
+  const guard = createContextGuard({
+    // Far above every prompt: this measures estimation, not compaction.
+    contextWindow: 100_000_000,
+    onEvent: (e) => {
+      if (e.type === 'estimate') lastEstimate = e;
+    },
+  });
+  const errors: Record<Method, number[]> = { guard: [], seed: [], 'chars/4': [] };
+  let previous: { real: number; heuristic: number } | undefined;
+  for (const call of transcript.calls) {
+    const r = await guard.beforeModel({ sessionId: transcript.file, modelId: transcript.modelId, messages: call.messages, tools: call.tools });
+    const heuristic = lastEstimate!.heuristicTokens;
+    const seedCorrection = previous ? Math.min(5, Math.max(1, previous.real / previous.heuristic)) : 1.5;
+    if (!call.skip) {
+      const real = call.inputTokens;
+      errors.guard.push((r.tokens - real) / real);
+      errors.seed.push((heuristic * seedCorrection - real) / real);
+      errors['chars/4'].push((heuristic - real) / real);
+    }
+    await guard.afterModel({ sessionId: transcript.file, usage: { inputTokens: call.inputTokens, ...(call.outputTokens !== undefined ? { outputTokens: call.outputTokens } : {}) } });
+    previous = { real: call.inputTokens, heuristic };
+  }
+  return { errors };
+}
+
+const quantile = (sorted: number[], q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
+const pct = (x: number): string => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(2)}%`;
+
+export function summarize(errors: number[]) {
+  const abs = errors.map(Math.abs).sort((a, b) => a - b);
+  return {
+    n: errors.length,
+    medianAbs: quantile(abs, 0.5),
+    p95Abs: quantile(abs, 0.95),
+    worstUnder: Math.min(0, ...errors),
+    worstOver: Math.max(0, ...errors),
+  };
+}
+
+async function main(): Promise<void> {
+  const transcripts = loadTranscripts(process.argv[2]);
+  if (!transcripts) {
+    console.log('bench/accuracy: no transcripts folder (../shared/transcripts); nothing to measure.');
+    return;
+  }
+  const groups = new Map<string, Record<Method, number[]>>();
+  const pooled: Record<Method, number[]> = { guard: [], seed: [], 'chars/4': [] };
+  for (const t of transcripts) {
+    const { errors } = await replay(t);
+    const key = `${t.format} (${t.modelId.replace(/^deepseek\//, '')})`;
+    const g = groups.get(key) ?? { guard: [], seed: [], 'chars/4': [] };
+    for (const m of METHODS) {
+      g[m].push(...errors[m]);
+      pooled[m].push(...errors[m]);
+    }
+    groups.set(key, g);
+  }
+  const lines = ['| transcripts | scored calls | method | median \\|error\\| | p95 \\|error\\| | worst under | worst over |', '|---|---:|---|---:|---:|---:|---:|'];
+  const row = (label: string, m: Method, errors: number[]) => {
+    const s = summarize(errors);
+    lines.push(`| ${label} | ${s.n} | ${m} | ${pct(s.medianAbs).slice(1)} | ${pct(s.p95Abs).slice(1)} | ${pct(s.worstUnder)} | ${pct(s.worstOver)} |`);
+  };
+  for (const [key, g] of groups) for (const m of METHODS) row(key, m, g[m]);
+  for (const m of METHODS) row('**pooled**', m, pooled[m]);
+  console.log(`${transcripts.length} transcripts, ${transcripts.reduce((n, t) => n + t.calls.length, 0)} model calls`);
+  console.log(lines.join('\n'));
+  const s = summarize(pooled.guard);
+  const ok = s.p95Abs <= 0.02 && s.worstUnder >= -0.08;
+  console.log(`\ntarget (pooled p95 |error| <= 2%, no undercount worse than -8%): ${ok ? 'met' : 'NOT met'}`);
+}
+
+if (process.argv[1] && import.meta.url.endsWith(process.argv[1].replace(/\\/g, '/'))) await main();

@@ -1,0 +1,117 @@
+// Steady-state cost per model call of beforeModel + afterModel on a growing tool-heavy history,
+// next to a full recount of the same history with LangChain's countTokensApproximately.
+//
+//   node bench/overhead.ts            (about 100k and 1M tokens; add --quick for a smoke run)
+//
+// Two host behaviours are measured: one that resends the same message objects (LangChain state,
+// hand-written loops) and one that rebuilds every message object around the same strings on every
+// call (the AI SDK converts its prompt anew each step). Building the arrays is the host's work and
+// is not timed; only the guard's calls and the recount are.
+import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
+import { countTokensApproximately } from 'langchain';
+import { createContextGuard, type GuardMessage } from '../src/index.ts';
+
+const quick = process.argv.includes('--quick');
+const SIZES = quick ? [20_000, 100_000] : [100_000, 1_000_000];
+const TIMED_STEPS = quick ? 20 : 100;
+const RESULT_CHARS = 3_000;
+
+let seed = 42;
+function random(): number {
+  seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+  return seed / 2_147_483_648;
+}
+
+/** Code-like text, different on every call so no string is shared by accident. */
+function fileText(step: number): string {
+  const lines: string[] = [];
+  let length = 0;
+  while (length < RESULT_CHARS) {
+    const line = `  const value${step}_${lines.length} = compute(${Math.floor(random() * 1e6)}, "${random().toString(36).slice(2)}");`;
+    lines.push(line);
+    length += line.length + 1;
+  }
+  return lines.join('\n');
+}
+
+function step(i: number): GuardMessage[] {
+  const id = `call_${i}`;
+  return [
+    { role: 'assistant', content: [{ type: 'text', text: `Reading file ${i}.` }, { type: 'tool-call', toolCallId: id, toolName: 'read_file', input: { path: `src/module_${i}.ts` } }] },
+    { role: 'tool', content: [{ type: 'tool-result', toolCallId: id, toolName: 'read_file', output: { type: 'text', value: fileText(i) } }] },
+  ];
+}
+
+function toLangChain(messages: GuardMessage[]): BaseMessage[] {
+  return messages.map((m) => {
+    if (m.role === 'user' || m.role === 'system') return new HumanMessage(typeof m.content === 'string' ? m.content : '');
+    if (m.role === 'tool') {
+      const part = m.content[0]!;
+      return new ToolMessage({ content: part.output.type === 'text' ? part.output.value : '', tool_call_id: part.toolCallId });
+    }
+    const parts = Array.isArray(m.content) ? m.content : [];
+    return new AIMessage({
+      content: parts.map((p) => (p.type === 'text' ? p.text : '')).join(''),
+      tool_calls: parts.flatMap((p) => (p.type === 'tool-call' ? [{ id: p.toolCallId, name: p.toolName, args: p.input as Record<string, unknown> }] : [])),
+    });
+  });
+}
+
+/** What the AI SDK does each step: new message and part objects around the same strings. */
+const rebuild = (messages: GuardMessage[]): GuardMessage[] =>
+  messages.map((m) => ({ ...m, content: Array.isArray(m.content) ? m.content.map((p) => ({ ...p })) : m.content }) as GuardMessage);
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+};
+
+const tools = [{ name: 'read_file', description: 'Read a file of the repository', inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] } }];
+
+async function measure(targetTokens: number, host: 'same objects' | 'rebuilt objects') {
+  // A window far above the history so the guard only measures (compaction is not what is timed here).
+  const guard = createContextGuard({ contextWindow: 10_000_000 });
+  let history: GuardMessage[] = [{ role: 'system', content: 'You are a coding agent.' }, { role: 'user', content: 'Read the whole repository.' }];
+  let i = 0;
+  let heuristic = 0;
+  // Warm-up: grow to the target size through the guard, as a real session would.
+  while (heuristic < targetTokens) {
+    history = [...history, ...step(i++)];
+    const sent = host === 'same objects' ? history : rebuild(history);
+    const r = await guard.beforeModel({ sessionId: 's', messages: sent, tools });
+    heuristic = r.tokens / 1.5;
+    await guard.afterModel({ sessionId: 's', usage: { inputTokens: Math.round(heuristic * 1.3) } });
+  }
+  const guardTimes: number[] = [];
+  const recountTimes: number[] = [];
+  for (let k = 0; k < TIMED_STEPS; k++) {
+    history = [...history, ...step(i++)];
+    const sent = host === 'same objects' ? history : rebuild(history);
+    const t0 = performance.now();
+    const r = await guard.beforeModel({ sessionId: 's', messages: sent, tools });
+    await guard.afterModel({ sessionId: 's', usage: { inputTokens: Math.round(r.tokens) } });
+    guardTimes.push(performance.now() - t0);
+    if (k % 10 === 0) {
+      const lc = toLangChain(history);
+      const t1 = performance.now();
+      await countTokensApproximately(lc);
+      recountTimes.push(performance.now() - t1);
+    }
+  }
+  const chars = history.reduce((n, m) => n + JSON.stringify(m.content).length, 0);
+  return { host, tokens: Math.round(chars / 4), messages: history.length, guard: median(guardTimes), recount: median(recountTimes) };
+}
+
+const rows: string[] = [];
+rows.push('| history (chars/4 tokens) | messages | host | guard µs/call | full recount µs/call | guard / recount |');
+rows.push('|---:|---:|---|---:|---:|---:|');
+for (const size of SIZES) {
+  for (const host of ['same objects', 'rebuilt objects'] as const) {
+    const r = await measure(size, host);
+    rows.push(
+      `| ${r.tokens.toLocaleString('en-US')} | ${r.messages.toLocaleString('en-US')} | ${r.host} | ${(r.guard * 1000).toFixed(0)} | ${(r.recount * 1000).toFixed(0)} | ${((r.guard / r.recount) * 100).toFixed(1)}% |`,
+    );
+  }
+}
+console.log(`node ${process.version}, median of ${TIMED_STEPS} calls (guard) and ${TIMED_STEPS / 10} recounts per row`);
+console.log(rows.join('\n'));

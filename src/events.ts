@@ -1,0 +1,93 @@
+// The typed event stream: everything a user may want to log or show, one discriminated union.
+// Events are how the guard reports problems at call time, since it never throws into the agent.
+
+interface SessionEvent {
+  sessionId: string;
+}
+
+/** Emitted by every beforeModel: the measurements behind the decision. */
+export interface EstimateEvent extends SessionEvent {
+  type: 'estimate';
+  modelId?: string;
+  /** Calibrated estimate of the prompt. */
+  tokens: number;
+  /** Plain chars/4 (plus media) of the same prompt, before calibration. */
+  heuristicTokens: number;
+  /** Correction applied to what the heuristic measured (real / heuristic, clamped). */
+  correction: number;
+  /**
+   * `anchored`: the last real count plus the calibrated size of what was added since;
+   * `scaled`: heuristic × correction (the prompt does not extend the last measured one);
+   * `default`: heuristic × the default correction (no real count yet).
+   */
+  method: 'anchored' | 'scaled' | 'default';
+  /** Undefined when no window is known for the model (see `config-error`). */
+  threshold?: number;
+  contextWindow?: number;
+  /** tokens / contextWindow. */
+  fraction?: number;
+  messages: number;
+}
+
+/** The prompt reached `warnAt` of the window: the moment a UI shows `[ctx: 72%]` in amber. */
+export interface WarningEvent extends SessionEvent {
+  type: 'warning';
+  tokens: number;
+  threshold: number;
+  contextWindow: number;
+  fraction: number;
+  warnAt: number;
+}
+
+/** afterModel accepted a real count. `estimatedTokens` is what beforeModel predicted for it. */
+export interface UsageRecordedEvent extends SessionEvent {
+  type: 'usage-recorded';
+  inputTokens: number;
+  outputTokens?: number;
+  estimatedTokens: number;
+  /** (estimated − real) / real: negative means the estimate was low. */
+  relativeError: number;
+}
+
+/** afterModel got usage it cannot trust (missing, NaN, negative, ...) and ignored it. */
+export interface UsageIgnoredEvent extends SessionEvent {
+  type: 'usage-ignored';
+  reason: 'missing' | 'invalid-input-tokens' | 'invalid-output-tokens' | 'no-request';
+  usage: unknown;
+}
+
+/** A configuration problem found at call time (an unknown model without a window). */
+export interface ConfigErrorEvent {
+  type: 'config-error';
+  sessionId?: string;
+  field: string;
+  message: string;
+  modelId?: string;
+}
+
+/** A setting that works but probably is not what the user meant. */
+export interface ConfigWarningEvent {
+  type: 'config-warning';
+  sessionId?: string;
+  field: string;
+  message: string;
+}
+
+/** Something failed inside the guard or its store; the call went on with a safe fallback. */
+export interface ErrorEvent {
+  type: 'error';
+  sessionId?: string;
+  stage: 'beforeModel' | 'afterModel' | 'status' | 'store';
+  error: unknown;
+}
+
+export type ContextGuardEvent =
+  | EstimateEvent
+  | WarningEvent
+  | UsageRecordedEvent
+  | UsageIgnoredEvent
+  | ConfigErrorEvent
+  | ConfigWarningEvent
+  | ErrorEvent;
+
+export type ContextGuardEventType = ContextGuardEvent['type'];

@@ -1,0 +1,14 @@
+// The public API of 'context-guard': the framework-neutral core.
+export { createContextGuard } from './guard.ts';
+export type { AfterModelInput, BeforeModelInput, BeforeModelResult, ContextGuard, ModelUsage } from './guard.ts';
+export { ContextGuardConfigError, bufferTokens, thresholdFor } from './config.ts';
+export type { CalibrationOptions, ContextGuardOptions, ResolvedOptions } from './config.ts';
+export type * from './events.ts';
+export type * from './messages.ts';
+export { MemoryStore } from './state/memory.ts';
+export type { MemoryStoreOptions } from './state/memory.ts';
+export type { StateStore } from './state/store.ts';
+export type { SessionState, SessionStatus } from './state/session.ts';
+export { normalizeModelId, resolveModelInfo } from './tokens/windows.ts';
+export type { ModelFamily, ModelInfo } from './tokens/windows.ts';
+export { CHARS_PER_TOKEN } from './tokens/heuristic.ts';

@@ -1,0 +1,70 @@
+// What the guard remembers per session. Plain JSON (no class instances, no message objects) so
+// that any store can serialize it; the guard never mutates a stored value, it writes a new one.
+
+/** Identifies a prompt well enough to tell whether a later prompt extends it. */
+export interface PromptFingerprint {
+  /** Number of messages. */
+  messages: number;
+  /** Heuristic characters of those messages (tools excluded). */
+  chars: number;
+  /** Hash of the messages' content, so an edited history is not mistaken for the same one. */
+  hash: number;
+}
+
+/** The heuristic measure of one request, in the units calibration works in. */
+export interface RequestMeasure {
+  /** Characters of text sent (messages and tool definitions), the chars/4 heuristic's input. */
+  chars: number;
+  /** Provider tokens of images and files, counted by what providers charge (not calibrated). */
+  mediaTokens: number;
+  prompt: PromptFingerprint;
+  /** Characters of the tool definitions (part of `chars`). */
+  toolChars: number;
+}
+
+/** A request beforeModel measured, and what it predicted for it. */
+export interface PendingRequest extends RequestMeasure {
+  /** Whether it started with the anchor's prompt (its growth then calibrates the marginal rate). */
+  extendsAnchor: boolean;
+  estimatedTokens: number;
+}
+
+export interface CalibrationState {
+  /** The latest request with a real count: the anchor of the next estimate. */
+  anchor?: RequestMeasure & { realTokens: number; outputTokens?: number };
+  /**
+   * Decayed sums of growth between consecutive anchors (real tokens added, heuristic tokens
+   * added): their ratio is the marginal correction, free of any constant invisible part of the
+   * prompt (a provider's hidden system prompt) that inflates real / heuristic on small prompts.
+   */
+  growth?: { realTokens: number; heuristicTokens: number };
+  /** The last request sent, waiting for its real count in afterModel. */
+  pending?: PendingRequest;
+}
+
+export interface SessionStatus {
+  sessionId: string;
+  /** Tokens the conversation holds: the last estimate, or the real count once afterModel saw it. */
+  tokens: number;
+  /** Whether `tokens` is the provider's count (plus the response) or the guard's estimate. */
+  source: 'estimate' | 'provider';
+  threshold: number;
+  contextWindow: number;
+  /** tokens / contextWindow, what a UI shows as `[ctx: 72%]`. */
+  fraction: number;
+}
+
+export interface SessionState {
+  version: 1;
+  calibration: CalibrationState;
+  /** Model calls seen by beforeModel. */
+  calls: number;
+  /** Real counts accepted by afterModel. */
+  usageRecorded: number;
+  /** What status() reports; absent until a window is known. */
+  status?: Omit<SessionStatus, 'sessionId'>;
+}
+
+export function emptySessionState(): SessionState {
+  return { version: 1, calibration: {}, calls: 0, usageRecorded: 0 };
+}

@@ -1,0 +1,94 @@
+// Turns the heuristic into a calibrated estimate with the provider's real counts, and folds each
+// new real count into the session's calibration. Pure functions over plain state.
+//
+// Two corrections are kept:
+// - the *ratio* real / heuristic of the anchor request (the seed's correction), used when a prompt
+//   has to be estimated as a whole;
+// - the *marginal* correction, the ratio of real to heuristic growth between consecutive anchored
+//   requests. Providers count things with no visible text (their formatting, a hidden system
+//   prompt): a constant share that inflates real / heuristic on small prompts. Growth cancels it,
+//   so the marginal correction prices what was added since the anchor far better.
+import type { ResolvedCalibration } from '../config.ts';
+import type { CalibrationState, PendingRequest, RequestMeasure } from '../state/session.ts';
+import { CHARS_PER_TOKEN } from './heuristic.ts';
+
+export interface Estimate {
+  tokens: number;
+  /** Plain chars/4 + media tokens. */
+  heuristicTokens: number;
+  correction: number;
+  method: 'anchored' | 'scaled' | 'default';
+}
+
+/** Growth below this many heuristic tokens is too little to price the marginal correction. */
+const MIN_GROWTH_TOKENS = 200;
+/** Weight kept by older growth at each new real count: recent content types dominate. */
+const GROWTH_DECAY = 0.7;
+
+const clamp = (x: number, c: ResolvedCalibration): number => Math.min(c.max, Math.max(c.min, x));
+
+/** real / heuristic of a request with a real count, clamped; media tokens are not calibrated. */
+export function ratioCorrection(anchor: CalibrationState['anchor'], c: ResolvedCalibration): number {
+  if (!anchor || anchor.chars <= 0) return c.default;
+  return clamp((anchor.realTokens - anchor.mediaTokens) / (anchor.chars / CHARS_PER_TOKEN), c);
+}
+
+/** Correction for what was added since the anchor. */
+export function marginalCorrection(state: CalibrationState, c: ResolvedCalibration): number {
+  const g = state.growth;
+  if (g && g.heuristicTokens >= MIN_GROWTH_TOKENS && g.realTokens > 0) return clamp(g.realTokens / g.heuristicTokens, c);
+  return ratioCorrection(state.anchor, c);
+}
+
+/**
+ * Estimate of a request. `extendsAnchor` says whether the request starts with the anchor's
+ * prompt (see extendsPrompt): then the anchor's real count is exact for that part and only the
+ * addition is estimated, and the result is never below the anchor's real count.
+ */
+export function estimate(request: RequestMeasure, state: CalibrationState, c: ResolvedCalibration, extendsAnchor: boolean): Estimate {
+  const heuristic = request.chars / CHARS_PER_TOKEN;
+  const heuristicTokens = heuristic + request.mediaTokens;
+  const anchor = state.anchor;
+  if (!anchor) {
+    return { tokens: Math.ceil(heuristic * c.default + request.mediaTokens), heuristicTokens, correction: c.default, method: 'default' };
+  }
+  if (extendsAnchor) {
+    const correction = marginalCorrection(state, c);
+    const addedText = (request.chars - anchor.chars) / CHARS_PER_TOKEN;
+    const addedMedia = request.mediaTokens - anchor.mediaTokens;
+    const tokens = Math.max(anchor.realTokens, anchor.realTokens + addedText * correction + addedMedia);
+    return { tokens: Math.ceil(tokens), heuristicTokens, correction, method: 'anchored' };
+  }
+  const correction = ratioCorrection(anchor, c);
+  return { tokens: Math.ceil(heuristic * correction + request.mediaTokens), heuristicTokens, correction, method: 'scaled' };
+}
+
+/**
+ * Folds a real count into the calibration: the pending request becomes the anchor, and when it
+ * extended the previous anchor its growth updates the marginal correction.
+ */
+export function recordRealCount(
+  state: CalibrationState,
+  pending: PendingRequest,
+  realTokens: number,
+  outputTokens: number | undefined,
+): CalibrationState {
+  let growth = state.growth;
+  const anchor = state.anchor;
+  if (anchor && pending.extendsAnchor) {
+    const addedHeuristic = (pending.chars - anchor.chars) / CHARS_PER_TOKEN;
+    const addedReal = realTokens - anchor.realTokens - (pending.mediaTokens - anchor.mediaTokens);
+    if (addedHeuristic > 0 && addedReal > 0) {
+      growth = {
+        realTokens: (growth?.realTokens ?? 0) * GROWTH_DECAY + addedReal,
+        heuristicTokens: (growth?.heuristicTokens ?? 0) * GROWTH_DECAY + addedHeuristic,
+      };
+    }
+  }
+  const { chars, mediaTokens, toolChars, prompt } = pending;
+  const next: CalibrationState = {
+    anchor: { chars, mediaTokens, toolChars, prompt, realTokens, ...(outputTokens !== undefined ? { outputTokens } : {}) },
+  };
+  if (growth) next.growth = growth;
+  return next;
+}

@@ -1,0 +1,120 @@
+// The chars/4 heuristic: what one message or tool list costs before calibration. Text is measured
+// in characters (system text, message text, reasoning, tool-call names, ids and JSON inputs, tool
+// results, tool definitions); images and files are counted in provider tokens from what providers
+// charge, never from the length of their base64. Both are pure functions of the content, so the
+// estimator can cache them per message.
+import type { GuardMessage, ToolDefinition, ToolResultOutput } from '../messages.ts';
+import { fileTokens, imagePartTokens, imageTokens, readImageDimensions, type MediaProvider } from './media.ts';
+
+/** Characters per token of the plain heuristic. */
+export const CHARS_PER_TOKEN = 4;
+
+/**
+ * Role markers and separators providers wrap around every message (OpenAI documents 3-4 tokens a
+ * message); counted as characters so calibration scales them with the rest.
+ */
+export const MESSAGE_OVERHEAD_CHARS = 12;
+
+export interface Measure {
+  /** Characters the chars/4 heuristic applies to. */
+  chars: number;
+  /** Provider tokens of images and files. */
+  mediaTokens: number;
+}
+
+function jsonLength(value: unknown): number {
+  if (typeof value === 'string') return value.length;
+  if (value === undefined) return 0;
+  try {
+    return JSON.stringify(value)?.length ?? 0;
+  } catch {
+    // Circular or exotic values cannot be sent as JSON either; count a conservative placeholder.
+    return String(value).length;
+  }
+}
+
+function addOutput(m: Measure, output: ToolResultOutput | undefined, provider: MediaProvider): void {
+  if (!output || typeof output !== 'object') return;
+  switch (output.type) {
+    case 'text':
+    case 'error-text':
+      m.chars += typeof output.value === 'string' ? output.value.length : jsonLength(output.value);
+      return;
+    case 'json':
+    case 'error-json':
+      m.chars += jsonLength(output.value);
+      return;
+    case 'execution-denied':
+      m.chars += (output.reason?.length ?? 0) + 20;
+      return;
+    case 'content':
+      if (!Array.isArray(output.value)) return;
+      for (const item of output.value) {
+        if (item.type === 'text' && typeof item.text === 'string') m.chars += item.text.length;
+        else if (item.type === 'media' || item.type === 'image-data' || item.type === 'file-data') {
+          const data = item['data'];
+          const mediaType = typeof item['mediaType'] === 'string' ? item['mediaType'] : 'application/octet-stream';
+          if (mediaType.startsWith('image/')) {
+            m.mediaTokens += imageTokens(typeof data === 'string' ? readImageDimensions(data) : undefined, provider);
+          } else {
+            m.mediaTokens += fileTokens({ type: 'file', data: typeof data === 'string' ? data : '', mediaType }, provider);
+          }
+        } else m.chars += jsonLength(item);
+      }
+      return;
+    default:
+      m.chars += jsonLength((output as { value?: unknown }).value);
+  }
+}
+
+/** Heuristic measure of one message. Never throws on malformed content: it counts what it can. */
+export function measureMessage(message: GuardMessage, provider: MediaProvider): Measure {
+  const m: Measure = { chars: MESSAGE_OVERHEAD_CHARS, mediaTokens: 0 };
+  const content = (message as { content?: unknown }).content;
+  if (typeof content === 'string') {
+    m.chars += content.length;
+    return m;
+  }
+  if (!Array.isArray(content)) return m;
+  for (const part of content as Array<Record<string, unknown> & { type?: unknown }>) {
+    if (!part || typeof part !== 'object') continue;
+    switch (part.type) {
+      case 'text':
+      case 'reasoning':
+        m.chars += typeof part['text'] === 'string' ? part['text'].length : 0;
+        break;
+      case 'image':
+        m.mediaTokens += imagePartTokens(part as never, provider);
+        break;
+      case 'file':
+        m.mediaTokens += fileTokens(part as never, provider);
+        break;
+      case 'tool-call':
+        m.chars += String(part['toolName'] ?? '').length + String(part['toolCallId'] ?? '').length + jsonLength(part['input']);
+        break;
+      case 'tool-result':
+        m.chars += String(part['toolName'] ?? '').length + String(part['toolCallId'] ?? '').length;
+        addOutput(m, part['output'] as ToolResultOutput | undefined, provider);
+        break;
+      default:
+        // Unknown part types pass through to the provider; count their JSON so nothing is free.
+        m.chars += jsonLength(part);
+    }
+  }
+  return m;
+}
+
+/** Characters of the tool definitions: name, description and JSON schema of each. */
+export function measureTool(tool: ToolDefinition): number {
+  if (!tool || typeof tool !== 'object') return 0;
+  return (
+    String(tool.name ?? '').length +
+    (typeof tool.description === 'string' ? tool.description.length : 0) +
+    jsonLength(tool.inputSchema ?? (tool as { parameters?: unknown }).parameters)
+  );
+}
+
+/** Plain chars/4 tokens of a measure, media included: the uncalibrated heuristic. */
+export function heuristicTokens(chars: number, mediaTokens = 0): number {
+  return chars / CHARS_PER_TOKEN + mediaTokens;
+}

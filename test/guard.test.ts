@@ -1,0 +1,252 @@
+import { describe, expect, it } from 'vitest';
+import { createContextGuard, type GuardMessage, type SessionState, type StateStore } from '../src/index.ts';
+import { MESSAGE_OVERHEAD_CHARS } from '../src/tokens/heuristic.ts';
+import { assistant, recorder, system, toolStep, user } from './helpers.ts';
+
+/** A user message whose heuristic is exactly `tokens` chars/4 tokens (message overhead included). */
+const userOfTokens = (tokens: number, fill = 'x'): GuardMessage => user(fill.repeat(tokens * 4 - MESSAGE_OVERHEAD_CHARS));
+
+describe('beforeModel', () => {
+  it('returns a copy of the messages, unchanged, and never mutates the input', async () => {
+    const guard = createContextGuard({ contextWindow: 8_000 });
+    const messages = Object.freeze([system('be brief'), user('hello')]) as readonly GuardMessage[];
+    const r = await guard.beforeModel({ sessionId: 's', messages });
+    expect(r.messages).toEqual(messages);
+    expect(r.messages).not.toBe(messages);
+    expect(r.messages[0]).toBe(messages[0]);
+  });
+
+  it('uses the default correction 1.5 before any real count', async () => {
+    const ev = recorder();
+    const guard = createContextGuard({ contextWindow: 8_000, onEvent: ev.onEvent });
+    const r = await guard.beforeModel({ sessionId: 's', messages: [userOfTokens(1_000)] });
+    expect(r.tokens).toBe(1_500);
+    expect(ev.last('estimate')).toMatchObject({ method: 'default', correction: 1.5, heuristicTokens: 1_000 });
+    expect(r.threshold).toBe(6_400);
+    expect(r.fraction).toBeCloseTo(1_500 / 8_000, 9);
+  });
+
+  it('counts tool definitions', async () => {
+    const guard = createContextGuard({ contextWindow: 8_000 });
+    const messages = [userOfTokens(100)];
+    const without = await guard.beforeModel({ sessionId: 'a', messages });
+    const tools = [{ name: 'search', description: 'd'.repeat(400), inputSchema: { type: 'object', properties: { q: { type: 'string' } } } }];
+    const withTools = await guard.beforeModel({ sessionId: 'b', messages, tools });
+    expect(withTools.tokens - without.tokens).toBeGreaterThanOrEqual(150);
+  });
+
+  it('clamps the correction at 1.0 when the provider counts fewer tokens than the heuristic', async () => {
+    const ev = recorder();
+    const guard = createContextGuard({ contextWindow: 100_000, onEvent: ev.onEvent });
+    await guard.beforeModel({ sessionId: 's', messages: [userOfTokens(1_000)] });
+    await guard.afterModel({ sessionId: 's', usage: { inputTokens: 400 } });
+    // A different conversation on the same session (not an extension): heuristic × correction.
+    const r = await guard.beforeModel({ sessionId: 's', messages: [userOfTokens(2_000, 'y')] });
+    expect(ev.last('estimate')).toMatchObject({ method: 'scaled', correction: 1 });
+    expect(r.tokens).toBe(2_000);
+  });
+
+  it('clamps the correction at 5.0', async () => {
+    const ev = recorder();
+    const guard = createContextGuard({ contextWindow: 100_000, onEvent: ev.onEvent });
+    await guard.beforeModel({ sessionId: 's', messages: [userOfTokens(1_000)] });
+    await guard.afterModel({ sessionId: 's', usage: { inputTokens: 50_000 } });
+    const r = await guard.beforeModel({ sessionId: 's', messages: [userOfTokens(2_000, 'y')] });
+    expect(ev.last('estimate')).toMatchObject({ method: 'scaled', correction: 5 });
+    expect(r.tokens).toBe(10_000);
+  });
+
+  it('anchors on the last real count and adds the calibrated estimate of what was added', async () => {
+    const ev = recorder();
+    const guard = createContextGuard({ contextWindow: 100_000, onEvent: ev.onEvent });
+    const first = [userOfTokens(1_000)];
+    await guard.beforeModel({ sessionId: 's', messages: first });
+    await guard.afterModel({ sessionId: 's', usage: { inputTokens: 2_000 } });
+    const second = [...first, assistant('a'.repeat(4 * 500 - MESSAGE_OVERHEAD_CHARS))];
+    const r = await guard.beforeModel({ sessionId: 's', messages: second });
+    // 2,000 real + 500 heuristic tokens × correction 2.0
+    expect(ev.last('estimate')).toMatchObject({ method: 'anchored', correction: 2 });
+    expect(r.tokens).toBe(3_000);
+  });
+
+  it('prices growth with the marginal correction, free of a constant invisible part', async () => {
+    // The provider adds 10,000 invisible tokens (its own system prompt) and 2 tokens per heuristic token.
+    const real = (heuristic: number) => 10_000 + 2 * heuristic;
+    const guard = createContextGuard({ contextWindow: 1_000_000 });
+    let messages: GuardMessage[] = [];
+    let lastError = 1;
+    for (let i = 0; i < 12; i++) {
+      messages = [...messages, userOfTokens(1_000, String.fromCharCode(97 + (i % 26)))];
+      const r = await guard.beforeModel({ sessionId: 's', messages });
+      const truth = real(1_000 * messages.length);
+      lastError = Math.abs(r.tokens - truth) / truth;
+      await guard.afterModel({ sessionId: 's', usage: { inputTokens: truth } });
+    }
+    expect(lastError).toBeLessThan(0.001);
+  });
+
+  it('never estimates below the last real count when the prompt only grew', async () => {
+    const guard = createContextGuard({ contextWindow: 100_000, calibration: { min: 0.1, max: 5, default: 1.5 } });
+    const first = [userOfTokens(1_000)];
+    await guard.beforeModel({ sessionId: 's', messages: first });
+    await guard.afterModel({ sessionId: 's', usage: { inputTokens: 9_000 } });
+    const r = await guard.beforeModel({ sessionId: 's', messages: [...first, user('ok')] });
+    expect(r.tokens).toBeGreaterThanOrEqual(9_000);
+  });
+
+  it('falls back to heuristic × correction when the history was edited', async () => {
+    const ev = recorder();
+    const guard = createContextGuard({ contextWindow: 100_000, onEvent: ev.onEvent });
+    const messages = [userOfTokens(1_000), assistant('fine'), user('next')];
+    await guard.beforeModel({ sessionId: 's', messages });
+    await guard.afterModel({ sessionId: 's', usage: { inputTokens: 3_000 } });
+    const edited = [messages[0]!, assistant('FINE'), user('next'), user('more')];
+    await guard.beforeModel({ sessionId: 's', messages: edited });
+    expect(ev.last('estimate').method).toBe('scaled');
+  });
+
+  it('keeps sessions apart', async () => {
+    const guard = createContextGuard({ contextWindow: 100_000 });
+    await guard.beforeModel({ sessionId: 'a', messages: [userOfTokens(1_000)] });
+    await guard.afterModel({ sessionId: 'a', usage: { inputTokens: 4_000 } });
+    const b = await guard.beforeModel({ sessionId: 'b', messages: [userOfTokens(1_000)] });
+    expect(b.tokens).toBe(1_500);
+  });
+
+  it('fires a warning from warnAt', async () => {
+    const ev = recorder();
+    const guard = createContextGuard({ contextWindow: 10_000, warnAt: 0.5, onEvent: ev.onEvent });
+    await guard.beforeModel({ sessionId: 's', messages: [userOfTokens(3_000)] });
+    expect(ev.of('warning')).toHaveLength(0);
+    await guard.beforeModel({ sessionId: 's', messages: [userOfTokens(4_000)] });
+    expect(ev.last('warning')).toMatchObject({ tokens: 6_000, contextWindow: 10_000, fraction: 0.6, warnAt: 0.5 });
+  });
+
+  it('resolves the window from modelId, with user overrides', async () => {
+    const guard = createContextGuard({ models: { 'acme-1': 32_000 } });
+    const gpt = await guard.beforeModel({ sessionId: 's', modelId: 'gpt-4o', messages: [user('hi')] });
+    expect(gpt.contextWindow).toBe(128_000);
+    const acme = await guard.beforeModel({ sessionId: 't', modelId: 'acme-1', messages: [user('hi')] });
+    expect(acme.contextWindow).toBe(32_000);
+    expect(acme.threshold).toBe(25_600);
+  });
+
+  it('reports an unknown model as a config error once, never with a silent default window', async () => {
+    const ev = recorder();
+    const guard = createContextGuard({ onEvent: ev.onEvent });
+    const r = await guard.beforeModel({ sessionId: 's', modelId: 'mystery-9000', messages: [user('hi')] });
+    await guard.beforeModel({ sessionId: 's', modelId: 'mystery-9000', messages: [user('hi')] });
+    expect(r.contextWindow).toBeUndefined();
+    expect(r.threshold).toBe(Number.POSITIVE_INFINITY);
+    expect(ev.of('config-error')).toHaveLength(1);
+    expect(ev.last('config-error')).toMatchObject({ field: 'contextWindow', modelId: 'mystery-9000' });
+  });
+
+  it('never throws, even on garbage input or a failing store', async () => {
+    const ev = recorder();
+    const failing: StateStore<SessionState> = {
+      get: async () => {
+        throw new Error('store down');
+      },
+      set: async () => {
+        throw new Error('store down');
+      },
+      delete: async () => {},
+    };
+    const guard = createContextGuard({ contextWindow: 8_000, store: failing, onEvent: ev.onEvent });
+    const r = await guard.beforeModel({ sessionId: 's', messages: [user('hi')] });
+    expect(r.messages).toEqual([user('hi')]);
+    expect(ev.of('error').every((e) => e.stage === 'store')).toBe(true);
+    await expect(guard.beforeModel(undefined as never)).resolves.toMatchObject({ messages: [] });
+    await expect(guard.beforeModel({ sessionId: 's', messages: 'nope' } as never)).resolves.toMatchObject({ messages: [] });
+    const weird = [{ role: 'user', content: [{ type: 'mystery', blob: 1n }] }, { role: 'tool', content: null }] as never;
+    await expect(guard.beforeModel({ sessionId: 's', messages: weird })).resolves.toBeDefined();
+    await expect(guard.afterModel(null as never)).resolves.toBeUndefined();
+  });
+
+  it('survives an onEvent callback that throws', async () => {
+    const guard = createContextGuard({
+      contextWindow: 8_000,
+      onEvent: () => {
+        throw new Error('logger broke');
+      },
+    });
+    await expect(guard.beforeModel({ sessionId: 's', messages: [user('hi')] })).resolves.toBeDefined();
+  });
+});
+
+describe('afterModel', () => {
+  it.each([
+    ['missing usage', undefined, 'missing'],
+    ['null usage', null, 'missing'],
+    ['NaN', { inputTokens: Number.NaN }, 'invalid-input-tokens'],
+    ['negative', { inputTokens: -5 }, 'invalid-input-tokens'],
+    ['a string', { inputTokens: '1200' }, 'invalid-input-tokens'],
+    ['zero', { inputTokens: 0 }, 'invalid-input-tokens'],
+    ['Infinity', { inputTokens: Number.POSITIVE_INFINITY }, 'invalid-input-tokens'],
+    ['no inputTokens', { outputTokens: 5 }, 'invalid-input-tokens'],
+    ['bad cached tokens', { inputTokens: 10, cacheReadInputTokens: -1 }, 'invalid-input-tokens'],
+  ])('ignores %s with an event and keeps later estimates intact', async (_label, usage, reason) => {
+    const ev = recorder();
+    const guard = createContextGuard({ contextWindow: 100_000, onEvent: ev.onEvent });
+    const messages = [userOfTokens(1_000)];
+    await guard.beforeModel({ sessionId: 's', messages });
+    await guard.afterModel({ sessionId: 's', usage: usage as never });
+    expect(ev.last('usage-ignored')).toMatchObject({ reason });
+    const r = await guard.beforeModel({ sessionId: 's', messages });
+    expect(r.tokens).toBe(1_500);
+    expect(ev.last('estimate').method).toBe('default');
+  });
+
+  it('ignores usage with no request to pair it with', async () => {
+    const ev = recorder();
+    const guard = createContextGuard({ contextWindow: 100_000, onEvent: ev.onEvent });
+    await guard.afterModel({ sessionId: 'never-called', usage: { inputTokens: 100 } });
+    expect(ev.last('usage-ignored').reason).toBe('no-request');
+  });
+
+  it('keeps the input count when only the output count is bad', async () => {
+    const ev = recorder();
+    const guard = createContextGuard({ contextWindow: 100_000, onEvent: ev.onEvent });
+    await guard.beforeModel({ sessionId: 's', messages: [userOfTokens(1_000)] });
+    await guard.afterModel({ sessionId: 's', usage: { inputTokens: 2_000, outputTokens: Number.NaN } });
+    expect(ev.last('usage-ignored').reason).toBe('invalid-output-tokens');
+    expect(ev.last('usage-recorded')).toMatchObject({ inputTokens: 2_000, estimatedTokens: 1_500, relativeError: -0.25 });
+  });
+
+  it('adds cached tokens reported apart from the input tokens', async () => {
+    const ev = recorder();
+    const guard = createContextGuard({ contextWindow: 100_000, onEvent: ev.onEvent });
+    await guard.beforeModel({ sessionId: 's', messages: [userOfTokens(1_000)] });
+    await guard.afterModel({ sessionId: 's', usage: { inputTokens: 10, cacheReadInputTokens: 1_500, cacheWriteInputTokens: 490 } });
+    expect(ev.last('usage-recorded').inputTokens).toBe(2_000);
+  });
+});
+
+describe('status', () => {
+  it('reports the estimate, then the provider count once known', async () => {
+    const guard = createContextGuard({ contextWindow: 10_000 });
+    expect(await guard.status('s')).toBeUndefined();
+    await guard.beforeModel({ sessionId: 's', messages: [userOfTokens(2_000)] });
+    expect(await guard.status('s')).toEqual({ sessionId: 's', tokens: 3_000, source: 'estimate', threshold: 8_000, contextWindow: 10_000, fraction: 0.3 });
+    await guard.afterModel({ sessionId: 's', usage: { inputTokens: 3_500, outputTokens: 200 } });
+    expect(await guard.status('s')).toMatchObject({ tokens: 3_700, source: 'provider', fraction: 0.37 });
+  });
+
+  it('forgets a session on reset', async () => {
+    const guard = createContextGuard({ contextWindow: 10_000 });
+    await guard.beforeModel({ sessionId: 's', messages: [user('hi')] });
+    await guard.reset('s');
+    expect(await guard.status('s')).toBeUndefined();
+  });
+});
+
+describe('tool-heavy histories', () => {
+  it('counts tool calls and results', async () => {
+    const guard = createContextGuard({ contextWindow: 100_000 });
+    const base = [user('read it')];
+    const a = await guard.beforeModel({ sessionId: 'a', messages: base });
+    const b = await guard.beforeModel({ sessionId: 'b', messages: [...base, ...toolStep('c1', { path: 'src/x.ts' }, 'y'.repeat(4_000))] });
+    expect(b.tokens - a.tokens).toBeGreaterThan(1_500);
+  });
+});

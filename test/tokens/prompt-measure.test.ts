@@ -1,0 +1,101 @@
+import { describe, expect, it } from 'vitest';
+import type { GuardMessage } from '../../src/index.ts';
+import { measureMessage } from '../../src/tokens/heuristic.ts';
+import { extendsPrompt, PromptMeasurer } from '../../src/tokens/prompt-measure.ts';
+import { assistant, toolStep, user } from '../helpers.ts';
+
+/** Wraps a message so that every read of its content is counted. */
+function watched(message: GuardMessage, reads: { n: number }): GuardMessage {
+  return new Proxy(message, {
+    get(target, key, receiver) {
+      if (key === 'content') reads.n++;
+      return Reflect.get(target, key, receiver);
+    },
+  });
+}
+
+function history(turns: number): GuardMessage[] {
+  const out: GuardMessage[] = [user('start')];
+  for (let i = 0; i < turns; i++) out.push(...toolStep(`call-${i}`, { path: `f${i}.ts` }, `content ${i} `.repeat(50)));
+  return out;
+}
+
+describe('PromptMeasurer', () => {
+  it('sums the per-message measures and the tool definitions', () => {
+    const m = new PromptMeasurer(10);
+    const messages = history(3);
+    const tools = [{ name: 'read_file', description: 'Reads a file', inputSchema: { type: 'object' } }];
+    const r = m.measure('s', messages, tools, 'generic');
+    const expected = messages.reduce((sum, msg) => sum + measureMessage(msg, 'generic').chars, 0);
+    expect(r.chars - r.toolChars).toBe(expected);
+    expect(r.toolChars).toBe('read_file'.length + 'Reads a file'.length + JSON.stringify({ type: 'object' }).length);
+    expect(r.prompt.messages).toBe(messages.length);
+  });
+
+  it('does not read old messages again when the history only grew (same objects)', () => {
+    const m = new PromptMeasurer(10);
+    const reads = { n: 0 };
+    const old = history(50).map((msg) => watched(msg, reads));
+    m.measure('s', old, undefined, 'generic');
+    reads.n = 0;
+    m.measure('s', [...old, user('next')], undefined, 'generic');
+    expect(reads.n).toBe(0);
+  });
+
+  it('reuses measures for shallow copies that share their strings (as the AI SDK rebuilds prompts)', () => {
+    const m = new PromptMeasurer(10);
+    const messages = history(20);
+    const first = m.measure('s', messages, undefined, 'generic');
+    const copies = messages.map((msg) => ({ ...msg, content: Array.isArray(msg.content) ? msg.content.map((p) => ({ ...p })) : msg.content }) as GuardMessage);
+    const second = m.measure('s', copies, undefined, 'generic');
+    expect(second.chars).toBe(first.chars);
+    expect(second.entries[5]).not.toBe(first.entries[5]);
+    expect(second.entries[5]!.chars).toBe(first.entries[5]!.chars);
+  });
+
+  it('re-measures a message that changed in place of an old one', () => {
+    const m = new PromptMeasurer(10);
+    const a = [user('hello'), assistant('short')];
+    const first = m.measure('s', a, undefined, 'generic');
+    const b = [user('hello'), assistant('a much longer answer than before')];
+    const second = m.measure('s', b, undefined, 'generic');
+    expect(second.chars - first.chars).toBe('a much longer answer than before'.length - 'short'.length);
+  });
+
+  it('recognises messages that moved position (kept after a compaction) by identity', () => {
+    const m = new PromptMeasurer(10);
+    const reads = { n: 0 };
+    const messages = history(10);
+    const kept = messages.slice(5).map((msg) => watched(msg, reads));
+    m.measure('s', [...messages.slice(0, 5), ...kept], undefined, 'generic');
+    reads.n = 0;
+    m.measure('s', [user('summary'), ...kept], undefined, 'generic');
+    expect(reads.n).toBe(0);
+  });
+
+  it('bounds the sessions it caches', () => {
+    const m = new PromptMeasurer(2);
+    for (const id of ['a', 'b', 'c']) m.measure(id, [user(id)], undefined, 'generic');
+    expect((m as unknown as { sessions: Map<string, unknown> }).sessions.size).toBe(2);
+  });
+});
+
+describe('extendsPrompt', () => {
+  const m = new PromptMeasurer(10);
+  const base = history(3);
+  const earlier = m.measure('x', base, undefined, 'generic').prompt;
+
+  it('accepts a prompt that starts with the earlier one', () => {
+    expect(extendsPrompt(m.measure('y', [...base, user('more')], undefined, 'generic'), earlier)).toBe(true);
+    expect(extendsPrompt(m.measure('y', base, undefined, 'generic'), earlier)).toBe(true);
+  });
+
+  it('rejects a shorter prompt, an edited tail, and an edit of the same size', () => {
+    expect(extendsPrompt(m.measure('y', base.slice(0, -1), undefined, 'generic'), earlier)).toBe(false);
+    const editedTail = [...base.slice(0, -1), user('different'), user('more')];
+    expect(extendsPrompt(m.measure('y', editedTail, undefined, 'generic'), earlier)).toBe(false);
+    const last = base[base.length - 1]!;
+    const sameSize = JSON.parse(JSON.stringify(last).replace('content 2', 'content 9')) as GuardMessage;
+    expect(extendsPrompt(m.measure('y', [...base.slice(0, -1), sameSize], undefined, 'generic'), earlier)).toBe(false);
+  });
+});
