@@ -144,7 +144,13 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
     const state = await load(sessionId);
     const anchor = state.calibration.anchor;
     const extendsAnchor = anchor !== undefined && extendsPrompt(measured, anchor.prompt);
-    const est = estimate(measured, state.calibration, resolved.calibration, extendsAnchor);
+    const response = extendsAnchor ? measured.entries[anchor.prompt.messages] : undefined;
+    const est = estimate(
+      measured,
+      state.calibration,
+      resolved.calibration,
+      extendsAnchor ? { responseChars: response?.message.role === 'assistant' ? response.chars : undefined } : undefined,
+    );
     const fraction = contextWindow === undefined ? 0 : est.tokens / contextWindow;
 
     emit({
@@ -208,7 +214,7 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
     await save(sessionId, {
       ...state,
       usageRecorded: state.usageRecorded + 1,
-      calibration: recordRealCount(state.calibration, pending, inputTokens, outputTokens),
+      calibration: recordRealCount(state.calibration, pending, inputTokens, outputTokens, resolved.calibration),
       ...(state.status
         ? { status: { ...state.status, tokens, source: 'provider' as const, fraction: tokens / state.status.contextWindow } }
         : {}),

@@ -64,9 +64,36 @@ describe('beforeModel', () => {
     await guard.afterModel({ sessionId: 's', usage: { inputTokens: 2_000 } });
     const second = [...first, assistant('a'.repeat(4 * 500 - MESSAGE_OVERHEAD_CHARS))];
     const r = await guard.beforeModel({ sessionId: 's', messages: second });
-    // 2,000 real + 500 heuristic tokens × correction 2.0
-    expect(ev.last('estimate')).toMatchObject({ method: 'anchored', correction: 2 });
-    expect(r.tokens).toBe(3_000);
+    // 2,000 real + 500 heuristic tokens × the prior marginal correction: the anchor's ratio (2.0)
+    // capped at the default (1.5), since no growth has been measured yet.
+    expect(ev.last('estimate')).toMatchObject({ method: 'anchored', correction: 1.5 });
+    expect(r.tokens).toBe(2_750);
+  });
+
+  it('prices the previous response at least at its reported output tokens', async () => {
+    const guard = createContextGuard({ contextWindow: 100_000 });
+    const first = [userOfTokens(1_000)];
+    await guard.beforeModel({ sessionId: 's', messages: first });
+    await guard.afterModel({ sessionId: 's', usage: { inputTokens: 1_500, outputTokens: 800 } });
+    const response = assistant('a'.repeat(4 * 100 - MESSAGE_OVERHEAD_CHARS));
+    const r = await guard.beforeModel({ sessionId: 's', messages: [...first, response] });
+    expect(r.tokens).toBe(1_500 + 800);
+    // A provider that reports fewer output tokens than the visible text (reasoning dropped, or a
+    // partial count) does not lower the estimate below the calibrated text.
+    await guard.afterModel({ sessionId: 's', usage: { inputTokens: 2_300, outputTokens: 1 } });
+    const next = await guard.beforeModel({ sessionId: 's', messages: [...first, response, response] });
+    expect(next.tokens).toBeGreaterThan(2_300 + 100);
+  });
+
+  it('is not thrown off by a large invisible part on the first calls', async () => {
+    // A hidden 26k-token system prompt over a 1k-token conversation: real / heuristic hits the 5.0
+    // clamp, but what is added next is priced near the default rate, not at 5x.
+    const guard = createContextGuard({ contextWindow: 200_000 });
+    const first = [userOfTokens(1_000)];
+    await guard.beforeModel({ sessionId: 's', messages: first });
+    await guard.afterModel({ sessionId: 's', usage: { inputTokens: 27_500 } });
+    const r = await guard.beforeModel({ sessionId: 's', messages: [...first, userOfTokens(10_000, 'y')] });
+    expect(r.tokens).toBe(27_500 + 15_000);
   });
 
   it('prices growth with the marginal correction, free of a constant invisible part', async () => {

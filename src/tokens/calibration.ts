@@ -20,8 +20,8 @@ export interface Estimate {
   method: 'anchored' | 'scaled' | 'default';
 }
 
-/** Growth below this many heuristic tokens is too little to price the marginal correction. */
-const MIN_GROWTH_TOKENS = 200;
+/** Weight, in heuristic tokens, of the prior marginal correction. Tuned on bench/accuracy. */
+const PRIOR_WEIGHT_TOKENS = 1_000;
 /** Weight kept by older growth at each new real count: recent content types dominate. */
 const GROWTH_DECAY = 0.7;
 
@@ -34,29 +34,55 @@ export function ratioCorrection(anchor: CalibrationState['anchor'], c: ResolvedC
 }
 
 /** Correction for what was added since the anchor. */
-export function marginalCorrection(state: CalibrationState, c: ResolvedCalibration): number {
-  const g = state.growth;
-  if (g && g.heuristicTokens >= MIN_GROWTH_TOKENS && g.realTokens > 0) return clamp(g.realTokens / g.heuristicTokens, c);
-  return ratioCorrection(state.anchor, c);
+/** Marginal correction before any growth was measured: the anchor's ratio, capped at the default. */
+function priorCorrection(state: CalibrationState, c: ResolvedCalibration): number {
+  // The ratio is an upper bound of the marginal rate (an invisible constant part only inflates it),
+  // and on a session's first calls (a 26k-token hidden system prompt over a short conversation) it
+  // sits at the 5.0 clamp; the default is a sane rate for text and code with most tokenizers.
+  return Math.min(ratioCorrection(state.anchor, c), c.default);
 }
 
 /**
- * Estimate of a request. `extendsAnchor` says whether the request starts with the anchor's
- * prompt (see extendsPrompt): then the anchor's real count is exact for that part and only the
- * addition is estimated, and the result is never below the anchor's real count.
+ * Correction for what was added since the anchor: the ratio of the decayed growth sums. The sums
+ * start from the prior as pseudo-counts, so that a few small early growth steps (where per-message
+ * overheads dominate) do not swing the estimate; the prior then fades like any old growth.
  */
-export function estimate(request: RequestMeasure, state: CalibrationState, c: ResolvedCalibration, extendsAnchor: boolean): Estimate {
+export function marginalCorrection(state: CalibrationState, c: ResolvedCalibration): number {
+  const g = state.growth;
+  if (!g || g.heuristicTokens <= 0) return priorCorrection(state, c);
+  return clamp(g.realTokens / g.heuristicTokens, c);
+}
+
+/**
+ * Estimate of a request. `extension` is set when the request starts with the anchor's prompt (see
+ * extendsPrompt): then the anchor's real count is exact for that part, only the addition is
+ * estimated, and the result is never below the anchor's real count. `responseChars` is the
+ * heuristic size of the assistant message right after the anchor's prompt: the response whose
+ * output tokens the provider reported, a real count for it too. Providers may drop part of it
+ * from later prompts (reasoning), so the output count is a floor, never a replacement.
+ */
+export function estimate(
+  request: RequestMeasure,
+  state: CalibrationState,
+  c: ResolvedCalibration,
+  extension: { responseChars: number | undefined } | undefined,
+): Estimate {
   const heuristic = request.chars / CHARS_PER_TOKEN;
   const heuristicTokens = heuristic + request.mediaTokens;
   const anchor = state.anchor;
   if (!anchor) {
     return { tokens: Math.ceil(heuristic * c.default + request.mediaTokens), heuristicTokens, correction: c.default, method: 'default' };
   }
-  if (extendsAnchor) {
+  if (extension) {
     const correction = marginalCorrection(state, c);
     const addedText = (request.chars - anchor.chars) / CHARS_PER_TOKEN;
     const addedMedia = request.mediaTokens - anchor.mediaTokens;
-    const tokens = Math.max(anchor.realTokens, anchor.realTokens + addedText * correction + addedMedia);
+    let added = addedText * correction + addedMedia;
+    if (extension.responseChars !== undefined && anchor.outputTokens !== undefined) {
+      const response = (extension.responseChars / CHARS_PER_TOKEN) * correction;
+      added += Math.max(0, anchor.outputTokens - response);
+    }
+    const tokens = Math.max(anchor.realTokens, anchor.realTokens + added);
     return { tokens: Math.ceil(tokens), heuristicTokens, correction, method: 'anchored' };
   }
   const correction = ratioCorrection(anchor, c);
@@ -72,6 +98,7 @@ export function recordRealCount(
   pending: PendingRequest,
   realTokens: number,
   outputTokens: number | undefined,
+  c: ResolvedCalibration,
 ): CalibrationState {
   let growth = state.growth;
   const anchor = state.anchor;
@@ -79,9 +106,10 @@ export function recordRealCount(
     const addedHeuristic = (pending.chars - anchor.chars) / CHARS_PER_TOKEN;
     const addedReal = realTokens - anchor.realTokens - (pending.mediaTokens - anchor.mediaTokens);
     if (addedHeuristic > 0 && addedReal > 0) {
+      const before = growth ?? { realTokens: priorCorrection(state, c) * PRIOR_WEIGHT_TOKENS, heuristicTokens: PRIOR_WEIGHT_TOKENS };
       growth = {
-        realTokens: (growth?.realTokens ?? 0) * GROWTH_DECAY + addedReal,
-        heuristicTokens: (growth?.heuristicTokens ?? 0) * GROWTH_DECAY + addedHeuristic,
+        realTokens: before.realTokens * GROWTH_DECAY + addedReal,
+        heuristicTokens: before.heuristicTokens * GROWTH_DECAY + addedHeuristic,
       };
     }
   }
