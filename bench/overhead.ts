@@ -15,6 +15,7 @@ const quick = process.argv.includes('--quick');
 const SIZES = quick ? [20_000, 100_000] : [100_000, 1_000_000];
 const TIMED_STEPS = quick ? 20 : 100;
 const RESULT_CHARS = 3_000;
+const RECOUNT_EVERY = 4;
 
 let seed = 42;
 function random(): number {
@@ -70,40 +71,48 @@ const tools = [{ name: 'read_file', description: 'Read a file of the repository'
 
 async function measure(targetTokens: number, host: 'same objects' | 'rebuilt objects') {
   // A window far above the history so the guard only measures (compaction is not what is timed here).
-  const guard = createContextGuard({ contextWindow: 10_000_000 });
+  let heuristic = 0;
+  const guard = createContextGuard({
+    contextWindow: 10_000_000,
+    onEvent: (e) => {
+      if (e.type === 'estimate') heuristic = e.heuristicTokens;
+    },
+  });
   let history: GuardMessage[] = [{ role: 'system', content: 'You are a coding agent.' }, { role: 'user', content: 'Read the whole repository.' }];
   let i = 0;
-  let heuristic = 0;
-  // Warm-up: grow to the target size through the guard, as a real session would.
-  while (heuristic < targetTokens) {
+  // Warm-up: grow through the guard, as a real session would, so that the timed calls are centred
+  // on the target size.
+  let stepTokens = 0;
+  while (heuristic + (stepTokens * TIMED_STEPS) / 2 < targetTokens) {
+    const before = heuristic;
     history = [...history, ...step(i++)];
     const sent = host === 'same objects' ? history : rebuild(history);
-    const r = await guard.beforeModel({ sessionId: 's', messages: sent, tools });
-    heuristic = r.tokens / 1.5;
+    await guard.beforeModel({ sessionId: 's', messages: sent, tools });
     await guard.afterModel({ sessionId: 's', usage: { inputTokens: Math.round(heuristic * 1.3) } });
+    stepTokens = heuristic - before;
   }
+  const middle = { tokens: heuristic, messages: history.length };
   const guardTimes: number[] = [];
   const recountTimes: number[] = [];
   for (let k = 0; k < TIMED_STEPS; k++) {
     history = [...history, ...step(i++)];
     const sent = host === 'same objects' ? history : rebuild(history);
     const t0 = performance.now();
-    const r = await guard.beforeModel({ sessionId: 's', messages: sent, tools });
-    await guard.afterModel({ sessionId: 's', usage: { inputTokens: Math.round(r.tokens) } });
+    await guard.beforeModel({ sessionId: 's', messages: sent, tools });
+    await guard.afterModel({ sessionId: 's', usage: { inputTokens: Math.round(heuristic * 1.3) } });
     guardTimes.push(performance.now() - t0);
-    if (k % 10 === 0) {
+    if (k % RECOUNT_EVERY === 0) {
       const lc = toLangChain(history);
       const t1 = performance.now();
       await countTokensApproximately(lc);
       recountTimes.push(performance.now() - t1);
     }
   }
-  const chars = history.reduce((n, m) => n + JSON.stringify(m.content).length, 0);
-  return { host, tokens: Math.round(chars / 4), messages: history.length, guard: median(guardTimes), recount: median(recountTimes) };
+  return { host, tokens: Math.round(middle.tokens + (stepTokens * TIMED_STEPS) / 2), messages: middle.messages + TIMED_STEPS, guard: median(guardTimes), recount: median(recountTimes) };
 }
 
 const rows: string[] = [];
-rows.push('| history (chars/4 tokens) | messages | host | guard µs/call | full recount µs/call | guard / recount |');
+rows.push('| history (chars/4 tokens, mid-run) | messages (mid-run) | host | guard µs/call | full recount µs/call | guard / recount |');
 rows.push('|---:|---:|---|---:|---:|---:|');
 for (const size of SIZES) {
   for (const host of ['same objects', 'rebuilt objects'] as const) {
@@ -113,5 +122,5 @@ for (const size of SIZES) {
     );
   }
 }
-console.log(`node ${process.version}, median of ${TIMED_STEPS} calls (guard) and ${TIMED_STEPS / 10} recounts per row`);
+console.log(`node ${process.version}, median of ${TIMED_STEPS} calls (guard) and ${TIMED_STEPS / RECOUNT_EVERY} recounts per row`);
 console.log(rows.join('\n'));

@@ -21,7 +21,12 @@ export interface Entry {
 }
 
 interface SessionCache {
+  provider: MediaProvider;
   entries: Entry[];
+  /** Running totals over `entries`: chars, media tokens and the prefix hash up to each message. */
+  cumChars: number[];
+  cumMedia: number[];
+  cumHash: number[];
   tools: readonly ToolDefinition[] | undefined;
   toolChars: number;
 }
@@ -29,6 +34,10 @@ interface SessionCache {
 /** A measured prompt, with what the estimator needs to compare it with an earlier one. */
 export interface MeasuredPrompt extends RequestMeasure {
   entries: readonly Entry[];
+  /** Heuristic characters of messages 0..i (tools excluded). */
+  cumChars: readonly number[];
+  /** Hash of messages 0..i. */
+  cumHash: readonly number[];
 }
 
 // Structural equality that is cheap when the two values share their strings and sub-objects, as
@@ -50,58 +59,124 @@ function sameValue(a: unknown, b: unknown, depth: number): boolean {
   return true;
 }
 
-/** message → content → part → output → value: deep enough for every GuardMessage shape. */
-const MESSAGE_DEPTH = 5;
+type AnyPart = Record<string, unknown> & { type?: unknown };
+
+/**
+ * Whether two parts carry the same content. The fields that hold content are compared first and
+ * by identity, which is what a rebuilt part shares with the original; only unusual parts fall
+ * back to a generic comparison.
+ */
+function samePart(a: AnyPart, b: AnyPart): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || a.type !== b.type) return false;
+  if (a['providerOptions'] !== b['providerOptions'] && !sameValue(a['providerOptions'], b['providerOptions'], 3)) return false;
+  switch (a.type) {
+    case 'text':
+    case 'reasoning':
+      return a['text'] === b['text'];
+    case 'tool-call':
+      return a['toolCallId'] === b['toolCallId'] && a['toolName'] === b['toolName'] && sameValue(a['input'], b['input'], 8);
+    case 'tool-result': {
+      if (a['toolCallId'] !== b['toolCallId'] || a['toolName'] !== b['toolName']) return false;
+      const oa = a['output'] as AnyPart | undefined;
+      const ob = b['output'] as AnyPart | undefined;
+      return oa === ob || (!!oa && !!ob && oa.type === ob.type && sameValue(oa['value'], ob['value'], 8) && oa['reason'] === ob['reason']);
+    }
+    case 'image':
+      return a['image'] === b['image'] && a['mediaType'] === b['mediaType'];
+    case 'file':
+      return a['data'] === b['data'] && a['mediaType'] === b['mediaType'] && a['filename'] === b['filename'];
+    default:
+      return sameValue(a, b, 6);
+  }
+}
+
+/** Whether `b` is the same message as `a`, typically a copy the host rebuilt around the same strings. */
+function sameMessage(a: GuardMessage, b: GuardMessage): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || a.role !== b.role) return false;
+  if (a.providerOptions !== b.providerOptions && !sameValue(a.providerOptions, b.providerOptions, 3)) return false;
+  const ca = a.content as unknown;
+  const cb = b.content as unknown;
+  if (ca === cb) return true;
+  if (!Array.isArray(ca) || !Array.isArray(cb) || ca.length !== cb.length) return false;
+  for (let i = 0; i < ca.length; i++) if (!samePart(ca[i] as AnyPart, cb[i] as AnyPart)) return false;
+  return true;
+}
 
 export class PromptMeasurer {
   private readonly sessions = new Map<string, SessionCache>();
   private readonly byObject = new WeakMap<object, Entry>();
   private readonly toolCache = new WeakMap<object, number>();
-
   private readonly maxSessions: number;
 
   constructor(maxSessions: number) {
     this.maxSessions = maxSessions;
   }
 
+  /**
+   * Measures `messages` (+ `tools`). The result shares the session's cache arrays: it is valid
+   * until the next measure of the same session, which is all a single guard call needs.
+   */
   measure(
     sessionId: string,
     messages: readonly GuardMessage[],
     tools: readonly ToolDefinition[] | undefined,
     provider: MediaProvider,
   ): MeasuredPrompt {
-    const cache = this.sessions.get(sessionId);
-    const previous = cache?.entries ?? [];
-    const entries: Entry[] = new Array(messages.length);
-    let chars = 0;
-    let mediaTokens = 0;
-    let aligned = true;
-    for (let i = 0; i < messages.length; i++) {
-      const message = messages[i] as GuardMessage;
-      let entry: Entry | undefined;
-      const prev = aligned ? previous[i] : undefined;
-      if (prev && prev.provider === provider && (prev.message === message || sameValue(prev.message, message, MESSAGE_DEPTH))) {
-        entry = prev.message === message ? prev : { ...prev, message };
-      } else {
-        aligned = false;
-        const known = typeof message === 'object' && message !== null ? this.byObject.get(message) : undefined;
-        entry = known && known.provider === provider ? known : this.measureOne(message, provider);
-      }
-      entries[i] = entry;
-      chars += entry.chars;
-      mediaTokens += entry.mediaTokens;
+    let cache = this.sessions.get(sessionId);
+    if (cache) this.sessions.delete(sessionId); // re-inserted below: Map order is recency order
+    if (!cache || cache.provider !== provider) {
+      cache = { provider, entries: [], cumChars: [], cumMedia: [], cumHash: [], tools: undefined, toolChars: 0 };
     }
-    const toolChars = cache && cache.tools === tools ? cache.toolChars : this.measureTools(tools);
-    // Re-inserting keeps the Map in least-recently-used order for eviction.
-    this.sessions.delete(sessionId);
-    this.sessions.set(sessionId, { entries, tools, toolChars });
+    const { entries, cumChars, cumMedia, cumHash } = cache;
+
+    // The unchanged prefix: one identity comparison per message when the host resends the same
+    // objects, a shallow comparison when it rebuilt them around the same strings.
+    const n = messages.length;
+    const limit = Math.min(n, entries.length);
+    let same = 0;
+    while (same < limit) {
+      const entry = entries[same] as Entry;
+      const message = messages[same] as GuardMessage;
+      if (entry.message !== message) {
+        if (!sameMessage(entry.message, message)) break;
+        entries[same] = { ...entry, message }; // next time the identity check suffices
+      }
+      same++;
+    }
+    entries.length = cumChars.length = cumMedia.length = cumHash.length = same;
+
+    let chars = same > 0 ? (cumChars[same - 1] as number) : 0;
+    let media = same > 0 ? (cumMedia[same - 1] as number) : 0;
+    let hash = same > 0 ? (cumHash[same - 1] as number) : PREFIX_HASH_SEED;
+    for (let i = same; i < n; i++) {
+      const message = messages[i] as GuardMessage;
+      const known = typeof message === 'object' && message !== null ? this.byObject.get(message) : undefined;
+      const entry = known && known.provider === provider ? known : this.measureOne(message, provider);
+      chars += entry.chars;
+      media += entry.mediaTokens;
+      hash = combineHash(hash, entry.hash);
+      entries.push(entry);
+      cumChars.push(chars);
+      cumMedia.push(media);
+      cumHash.push(hash);
+    }
+
+    if (cache.tools !== tools) {
+      cache.tools = tools;
+      cache.toolChars = this.measureTools(tools);
+    }
+    this.sessions.set(sessionId, cache);
     if (this.sessions.size > this.maxSessions) this.sessions.delete(this.sessions.keys().next().value as string);
     return {
       entries,
-      chars: chars + toolChars,
-      toolChars,
-      mediaTokens,
-      prompt: { messages: entries.length, chars, hash: prefixHash(entries, entries.length) },
+      cumChars,
+      cumHash,
+      chars: chars + cache.toolChars,
+      toolChars: cache.toolChars,
+      mediaTokens: media,
+      prompt: { messages: n, chars, hash: n > 0 ? hash : 0 },
     };
   }
 
@@ -133,21 +208,19 @@ export class PromptMeasurer {
   }
 }
 
-/** Order-sensitive combination of the first `n` message hashes. */
-function prefixHash(entries: readonly Entry[], n: number): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < n; i++) h = Math.imul(h ^ (entries[i] as Entry).hash, 0x01000193);
-  return h >>> 0;
+const PREFIX_HASH_SEED = 0x811c9dc5;
+
+/** Order-sensitive combination of message hashes into a prefix hash. */
+function combineHash(prefix: number, message: number): number {
+  return Math.imul(prefix ^ message, 0x01000193) >>> 0;
 }
 
 /**
  * Whether `prompt` starts with the prompt `earlier` describes: the same leading messages, by count,
- * heuristic size and content hash. Cheap: one pass over cached per-message numbers.
+ * heuristic size and content hash. Constant time: the running totals are already there.
  */
 export function extendsPrompt(prompt: MeasuredPrompt, earlier: PromptFingerprint): boolean {
   const n = earlier.messages;
   if (n === 0 || n > prompt.entries.length) return false;
-  let chars = 0;
-  for (let i = 0; i < n; i++) chars += (prompt.entries[i] as Entry).chars;
-  return chars === earlier.chars && prefixHash(prompt.entries, n) === earlier.hash;
+  return prompt.cumChars[n - 1] === earlier.chars && prompt.cumHash[n - 1] === earlier.hash;
 }

@@ -46,20 +46,30 @@ describe('PromptMeasurer', () => {
     const m = new PromptMeasurer(10);
     const messages = history(20);
     const first = m.measure('s', messages, undefined, 'generic');
+    const firstChars = first.chars;
+    const fifth = first.entries[5]!;
     const copies = messages.map((msg) => ({ ...msg, content: Array.isArray(msg.content) ? msg.content.map((p) => ({ ...p })) : msg.content }) as GuardMessage);
     const second = m.measure('s', copies, undefined, 'generic');
-    expect(second.chars).toBe(first.chars);
-    expect(second.entries[5]).not.toBe(first.entries[5]);
-    expect(second.entries[5]!.chars).toBe(first.entries[5]!.chars);
+    expect(second.chars).toBe(firstChars);
+    expect(second.entries[5]).not.toBe(fifth);
+    expect(second.entries[5]!.message).toBe(copies[5]);
+    expect(second.entries[5]!.chars).toBe(fifth.chars);
   });
 
   it('re-measures a message that changed in place of an old one', () => {
     const m = new PromptMeasurer(10);
     const a = [user('hello'), assistant('short')];
-    const first = m.measure('s', a, undefined, 'generic');
+    const first = m.measure('s', a, undefined, 'generic').chars;
     const b = [user('hello'), assistant('a much longer answer than before')];
     const second = m.measure('s', b, undefined, 'generic');
-    expect(second.chars - first.chars).toBe('a much longer answer than before'.length - 'short'.length);
+    expect(second.chars - first).toBe('a much longer answer than before'.length - 'short'.length);
+  });
+
+  it('re-measures a tool result whose output changed behind the same ids', () => {
+    const m = new PromptMeasurer(10);
+    const first = m.measure('s', toolStep('c1', {}, 'short'), undefined, 'generic').chars;
+    const second = m.measure('s', toolStep('c1', {}, 'much longer output'), undefined, 'generic');
+    expect(second.chars - first).toBe('much longer output'.length - 'short'.length);
   });
 
   it('recognises messages that moved position (kept after a compaction) by identity', () => {
