@@ -22,9 +22,12 @@ export interface Scores {
 /** Replays one transcript; returns the relative error (estimate − real) / real of each scored call. */
 export async function replay(transcript: Transcript): Promise<Scores> {
   let lastEstimate: EstimateEvent | undefined;
-  const guard = createContextGuard({
-    // Far above every prompt: this measures estimation, not compaction.
+  // Far above every prompt: this measures estimation, not compaction.
+  const guard = createContextGuard({ contextWindow: 100_000_000 });
+  // The baselines are computed from plain chars/4, whatever the guard's exact counting does.
+  const plain = createContextGuard({
     contextWindow: 100_000_000,
+    exactCounting: 'off',
     onEvent: (e) => {
       if (e.type === 'estimate') lastEstimate = e;
     },
@@ -33,6 +36,7 @@ export async function replay(transcript: Transcript): Promise<Scores> {
   let previous: { real: number; heuristic: number } | undefined;
   for (const call of transcript.calls) {
     const r = await guard.beforeModel({ sessionId: transcript.file, modelId: transcript.modelId, messages: call.messages, tools: call.tools });
+    await plain.beforeModel({ sessionId: transcript.file, messages: call.messages, tools: call.tools });
     const heuristic = lastEstimate!.heuristicTokens;
     const seedCorrection = previous ? Math.min(5, Math.max(1, previous.real / previous.heuristic)) : 1.5;
     if (!call.skip) {
@@ -41,7 +45,8 @@ export async function replay(transcript: Transcript): Promise<Scores> {
       errors.seed.push((heuristic * seedCorrection - real) / real);
       errors['chars/4'].push((heuristic - real) / real);
     }
-    await guard.afterModel({ sessionId: transcript.file, usage: { inputTokens: call.inputTokens, ...(call.outputTokens !== undefined ? { outputTokens: call.outputTokens } : {}) } });
+    const usage = { inputTokens: call.inputTokens, ...(call.outputTokens !== undefined ? { outputTokens: call.outputTokens } : {}) };
+    await guard.afterModel({ sessionId: transcript.file, usage });
     previous = { real: call.inputTokens, heuristic };
   }
   return { errors };

@@ -69,11 +69,14 @@ const median = (xs: number[]): number => {
 
 const tools = [{ name: 'read_file', description: 'Read a file of the repository', inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] } }];
 
-async function measure(targetTokens: number, host: 'same objects' | 'rebuilt objects') {
+type Host = 'same objects' | 'rebuilt objects' | 'same objects, exact o200k';
+
+async function measure(targetTokens: number, host: Host) {
   // A window far above the history so the guard only measures (compaction is not what is timed here).
   let heuristic = 0;
   const guard = createContextGuard({
     contextWindow: 10_000_000,
+    exactCounting: host === 'same objects, exact o200k' ? 'o200k_base' : 'off',
     onEvent: (e) => {
       if (e.type === 'estimate') heuristic = e.heuristicTokens;
     },
@@ -86,7 +89,7 @@ async function measure(targetTokens: number, host: 'same objects' | 'rebuilt obj
   while (heuristic + (stepTokens * TIMED_STEPS) / 2 < targetTokens) {
     const before = heuristic;
     history = [...history, ...step(i++)];
-    const sent = host === 'same objects' ? history : rebuild(history);
+    const sent = host === 'rebuilt objects' ? rebuild(history) : history;
     await guard.beforeModel({ sessionId: 's', messages: sent, tools });
     await guard.afterModel({ sessionId: 's', usage: { inputTokens: Math.round(heuristic * 1.3) } });
     stepTokens = heuristic - before;
@@ -96,7 +99,7 @@ async function measure(targetTokens: number, host: 'same objects' | 'rebuilt obj
   const recountTimes: number[] = [];
   for (let k = 0; k < TIMED_STEPS; k++) {
     history = [...history, ...step(i++)];
-    const sent = host === 'same objects' ? history : rebuild(history);
+    const sent = host === 'rebuilt objects' ? rebuild(history) : history;
     const t0 = performance.now();
     await guard.beforeModel({ sessionId: 's', messages: sent, tools });
     await guard.afterModel({ sessionId: 's', usage: { inputTokens: Math.round(heuristic * 1.3) } });
@@ -115,7 +118,7 @@ const rows: string[] = [];
 rows.push('| history (chars/4 tokens, mid-run) | messages (mid-run) | host | guard µs/call | full recount µs/call | guard / recount |');
 rows.push('|---:|---:|---|---:|---:|---:|');
 for (const size of SIZES) {
-  for (const host of ['same objects', 'rebuilt objects'] as const) {
+  for (const host of ['same objects', 'rebuilt objects', 'same objects, exact o200k'] as const) {
     const r = await measure(size, host);
     rows.push(
       `| ${r.tokens.toLocaleString('en-US')} | ${r.messages.toLocaleString('en-US')} | ${r.host} | ${(r.guard * 1000).toFixed(0)} | ${(r.recount * 1000).toFixed(0)} | ${((r.guard / r.recount) * 100).toFixed(1)}% |`,

@@ -54,6 +54,9 @@ export const optionsSchema = z.strictObject({
     .number({ error: 'expected a fraction of the window between 0 and 1' })
     .refine((n) => n > 0 && n <= 1, 'expected a fraction of the window between 0 (exclusive) and 1')
     .optional(),
+  exactCounting: z
+    .enum(['auto', 'off', 'o200k_base', 'cl100k_base'], { error: "expected 'auto', 'off', 'o200k_base' or 'cl100k_base'" })
+    .optional(),
   store: storeSchema.optional(),
   maxSessions: z.number().int('expected a whole number of sessions').positive('expected at least 1 session').optional(),
   onEvent: z.custom<(event: ContextGuardEvent) => void>(isFunction, 'expected a function').optional(),
@@ -87,6 +90,13 @@ export interface ContextGuardOptions {
   calibration?: CalibrationOptions;
   /** Fraction of the window from which a `warning` event fires (a UI's `[ctx: 72%]`). Default 0.7. */
   warnAt?: number;
+  /**
+   * Exact BPE counting (gpt-tokenizer) instead of characters for message text. `auto` (default):
+   * the model's own encoding for OpenAI models, o200k for DeepSeek, calibrated chars/4 otherwise
+   * (measured best per family; see BENCHMARKS.md). `off`: always chars/4. An encoding name: always
+   * that encoding.
+   */
+  exactCounting?: 'auto' | 'off' | 'o200k_base' | 'cl100k_base';
   /** Where per-session state lives. Default: an in-memory LRU store of `maxSessions` sessions. */
   store?: StateStore<SessionState>;
   /** Bound of the default in-memory store and of the per-process estimate cache. Default 10,000. */
@@ -109,6 +119,7 @@ export interface ResolvedOptions {
   buffer: number | undefined;
   calibration: ResolvedCalibration;
   warnAt: number;
+  exactCounting: 'auto' | 'off' | 'o200k_base' | 'cl100k_base';
   store: StateStore<SessionState> | undefined;
   maxSessions: number;
   onEvent: ((event: ContextGuardEvent) => void) | undefined;
@@ -175,6 +186,7 @@ export function resolveOptions(input: unknown): ResolvedOptions {
     buffer: o.buffer,
     calibration,
     warnAt: o.warnAt ?? DEFAULTS.warnAt,
+    exactCounting: o.exactCounting ?? 'auto',
     store: o.store,
     maxSessions: o.maxSessions ?? DEFAULTS.maxSessions,
     onEvent: o.onEvent,

@@ -10,6 +10,7 @@ import { MemoryStore } from './state/memory.ts';
 import { emptySessionState, type SessionState, type SessionStatus } from './state/session.ts';
 import type { StateStore } from './state/store.ts';
 import { estimate, recordRealCount } from './tokens/calibration.ts';
+import { CHARACTER_MEASURE, encodingFor, textMeasure, type TextMeasure } from './tokens/exact.ts';
 import { mediaProviderForModel } from './tokens/media.ts';
 import { extendsPrompt, PromptMeasurer } from './tokens/prompt-measure.ts';
 import { resolveModelInfo } from './tokens/windows.ts';
@@ -134,13 +135,29 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
     return thresholdFor(window, undefined);
   }
 
+  /** How this call's text is measured; characters when the tokenizer cannot load (reported once). */
+  let tokenizerReported = false;
+  async function textMeasureFor(sessionId: string, modelId: string | undefined): Promise<TextMeasure> {
+    const encoding = encodingFor(resolved.exactCounting, modelId, resolved.models);
+    try {
+      return await textMeasure(encoding);
+    } catch (error) {
+      if (!tokenizerReported) {
+        tokenizerReported = true;
+        emit({ type: 'config-warning', sessionId, field: 'exactCounting', message: `gpt-tokenizer (${encoding}) could not be loaded, counting characters instead: ${String(error)}` });
+      }
+      return CHARACTER_MEASURE;
+    }
+  }
+
   async function beforeModelLocked(input: BeforeModelInput): Promise<BeforeModelResult> {
     const { sessionId, modelId, tools } = input;
     const messages = input.messages.slice();
     const contextWindow = windowFor(sessionId, modelId);
     const threshold = contextWindow === undefined ? Number.POSITIVE_INFINITY : thresholdOf(sessionId, contextWindow);
 
-    const measured = measurer.measure(sessionId, messages, tools, mediaProviderForModel(modelId));
+    const text = await textMeasureFor(sessionId, modelId);
+    const measured = measurer.measure(sessionId, messages, tools, mediaProviderForModel(modelId), text);
     const state = await load(sessionId);
     const anchor = state.calibration.anchor;
     const extendsAnchor = anchor !== undefined && extendsPrompt(measured, anchor.prompt);

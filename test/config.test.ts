@@ -46,6 +46,7 @@ describe('configuration errors', () => {
     [{ calibration: { default: 9 } }, 'calibration.default'],
     [{ calibration: { mid: 1 } }, 'calibration.mid'],
     [{ maxSessions: 0 }, 'maxSessions'],
+    [{ exactCounting: 'p50k' }, 'exactCounting'],
     [{ maxSessions: 2.5 }, 'maxSessions'],
     [{ store: {} }, 'store'],
     [{ onEvent: 'log' }, 'onEvent'],

@@ -277,3 +277,40 @@ describe('tool-heavy histories', () => {
     expect(b.tokens - a.tokens).toBeGreaterThan(1_500);
   });
 });
+
+describe('exact counting', () => {
+  const code = 'function add(a, b) { return a + b; }\n'.repeat(200);
+
+  it('counts OpenAI and DeepSeek models with a BPE encoding under auto, others in characters', async () => {
+    const ev = recorder();
+    const guard = createContextGuard({ contextWindow: 1_000_000, onEvent: ev.onEvent });
+    const messages = [user(code)];
+    await guard.beforeModel({ sessionId: 'a', modelId: 'gpt-4o', messages });
+    const openai = ev.last('estimate').heuristicTokens;
+    await guard.beforeModel({ sessionId: 'b', modelId: 'deepseek-chat', messages });
+    const deepseek = ev.last('estimate').heuristicTokens;
+    await guard.beforeModel({ sessionId: 'c', modelId: 'claude-sonnet-4-5', messages });
+    const claude = ev.last('estimate').heuristicTokens;
+    expect(claude).toBeCloseTo((code.length + MESSAGE_OVERHEAD_CHARS) / 4, 6);
+    expect(openai).not.toBeCloseTo(claude, 0);
+    expect(deepseek).toBe(openai);
+  });
+
+  it('can be turned off or forced', async () => {
+    const ev = recorder();
+    const off = createContextGuard({ contextWindow: 1_000_000, exactCounting: 'off', onEvent: ev.onEvent });
+    await off.beforeModel({ sessionId: 'a', modelId: 'gpt-4o', messages: [user(code)] });
+    expect(ev.last('estimate').heuristicTokens).toBeCloseTo((code.length + MESSAGE_OVERHEAD_CHARS) / 4, 6);
+    const forced = createContextGuard({ contextWindow: 1_000_000, exactCounting: 'cl100k_base', onEvent: ev.onEvent });
+    await forced.beforeModel({ sessionId: 'a', modelId: 'claude-sonnet-4-5', messages: [user(code)] });
+    expect(ev.last('estimate').heuristicTokens).not.toBeCloseTo((code.length + MESSAGE_OVERHEAD_CHARS) / 4, 0);
+  });
+
+  it('counts special-token text as plain text instead of throwing', async () => {
+    const ev = recorder();
+    const guard = createContextGuard({ contextWindow: 100_000, exactCounting: 'o200k_base', onEvent: ev.onEvent });
+    const r = await guard.beforeModel({ sessionId: 's', messages: [user('<|endoftext|> and <|im_start|>')] });
+    expect(r.tokens).toBeGreaterThan(5);
+    expect(ev.of('error')).toHaveLength(0);
+  });
+});

@@ -2,7 +2,8 @@
 // in characters (system text, message text, reasoning, tool-call names, ids and JSON inputs, tool
 // results, tool definitions); images and files are counted in provider tokens from what providers
 // charge, never from the length of their base64. Both are pure functions of the content, so the
-// estimator can cache them per message.
+// estimator can cache them per message. A `TextLength` other than the character count (exact BPE
+// counting, see exact.ts) plugs in here, expressed in the same unit: 4 per token.
 import type { GuardMessage, ToolDefinition, ToolResultOutput } from '../messages.ts';
 import { fileTokens, imagePartTokens, imageTokens, readImageDimensions, type MediaProvider } from './media.ts';
 
@@ -15,6 +16,11 @@ export const CHARS_PER_TOKEN = 4;
  */
 export const MESSAGE_OVERHEAD_CHARS = 12;
 
+/** Heuristic characters of a text: its length, or 4 × its exact token count. */
+export type TextLength = (text: string) => number;
+
+export const charLength: TextLength = (text) => text.length;
+
 export interface Measure {
   /** Characters the chars/4 heuristic applies to. */
   chars: number;
@@ -22,27 +28,27 @@ export interface Measure {
   mediaTokens: number;
 }
 
-function jsonLength(value: unknown): number {
-  if (typeof value === 'string') return value.length;
+function jsonLength(value: unknown, len: TextLength): number {
+  if (typeof value === 'string') return len(value);
   if (value === undefined) return 0;
   try {
-    return JSON.stringify(value)?.length ?? 0;
+    return len(JSON.stringify(value) ?? '');
   } catch {
     // Circular or exotic values cannot be sent as JSON either; count a conservative placeholder.
     return String(value).length;
   }
 }
 
-function addOutput(m: Measure, output: ToolResultOutput | undefined, provider: MediaProvider): void {
+function addOutput(m: Measure, output: ToolResultOutput | undefined, provider: MediaProvider, len: TextLength): void {
   if (!output || typeof output !== 'object') return;
   switch (output.type) {
     case 'text':
     case 'error-text':
-      m.chars += typeof output.value === 'string' ? output.value.length : jsonLength(output.value);
+      m.chars += typeof output.value === 'string' ? len(output.value) : jsonLength(output.value, len);
       return;
     case 'json':
     case 'error-json':
-      m.chars += jsonLength(output.value);
+      m.chars += jsonLength(output.value, len);
       return;
     case 'execution-denied':
       m.chars += (output.reason?.length ?? 0) + 20;
@@ -50,7 +56,7 @@ function addOutput(m: Measure, output: ToolResultOutput | undefined, provider: M
     case 'content':
       if (!Array.isArray(output.value)) return;
       for (const item of output.value) {
-        if (item.type === 'text' && typeof item.text === 'string') m.chars += item.text.length;
+        if (item.type === 'text' && typeof item.text === 'string') m.chars += len(item.text);
         else if (item.type === 'media' || item.type === 'image-data' || item.type === 'file-data') {
           const data = item['data'];
           const mediaType = typeof item['mediaType'] === 'string' ? item['mediaType'] : 'application/octet-stream';
@@ -59,20 +65,20 @@ function addOutput(m: Measure, output: ToolResultOutput | undefined, provider: M
           } else {
             m.mediaTokens += fileTokens({ type: 'file', data: typeof data === 'string' ? data : '', mediaType }, provider);
           }
-        } else m.chars += jsonLength(item);
+        } else m.chars += jsonLength(item, len);
       }
       return;
     default:
-      m.chars += jsonLength((output as { value?: unknown }).value);
+      m.chars += jsonLength((output as { value?: unknown }).value, len);
   }
 }
 
 /** Heuristic measure of one message. Never throws on malformed content: it counts what it can. */
-export function measureMessage(message: GuardMessage, provider: MediaProvider): Measure {
+export function measureMessage(message: GuardMessage, provider: MediaProvider, len: TextLength = charLength): Measure {
   const m: Measure = { chars: MESSAGE_OVERHEAD_CHARS, mediaTokens: 0 };
   const content = (message as { content?: unknown }).content;
   if (typeof content === 'string') {
-    m.chars += content.length;
+    m.chars += len(content);
     return m;
   }
   if (!Array.isArray(content)) return m;
@@ -81,7 +87,7 @@ export function measureMessage(message: GuardMessage, provider: MediaProvider): 
     switch (part.type) {
       case 'text':
       case 'reasoning':
-        m.chars += typeof part['text'] === 'string' ? part['text'].length : 0;
+        m.chars += typeof part['text'] === 'string' ? len(part['text']) : 0;
         break;
       case 'image':
         m.mediaTokens += imagePartTokens(part as never, provider);
@@ -90,27 +96,27 @@ export function measureMessage(message: GuardMessage, provider: MediaProvider): 
         m.mediaTokens += fileTokens(part as never, provider);
         break;
       case 'tool-call':
-        m.chars += String(part['toolName'] ?? '').length + String(part['toolCallId'] ?? '').length + jsonLength(part['input']);
+        m.chars += String(part['toolName'] ?? '').length + String(part['toolCallId'] ?? '').length + jsonLength(part['input'], len);
         break;
       case 'tool-result':
         m.chars += String(part['toolName'] ?? '').length + String(part['toolCallId'] ?? '').length;
-        addOutput(m, part['output'] as ToolResultOutput | undefined, provider);
+        addOutput(m, part['output'] as ToolResultOutput | undefined, provider, len);
         break;
       default:
         // Unknown part types pass through to the provider; count their JSON so nothing is free.
-        m.chars += jsonLength(part);
+        m.chars += jsonLength(part, len);
     }
   }
   return m;
 }
 
 /** Characters of the tool definitions: name, description and JSON schema of each. */
-export function measureTool(tool: ToolDefinition): number {
+export function measureTool(tool: ToolDefinition, len: TextLength = charLength): number {
   if (!tool || typeof tool !== 'object') return 0;
   return (
     String(tool.name ?? '').length +
-    (typeof tool.description === 'string' ? tool.description.length : 0) +
-    jsonLength(tool.inputSchema ?? (tool as { parameters?: unknown }).parameters)
+    (typeof tool.description === 'string' ? len(tool.description) : 0) +
+    jsonLength(tool.inputSchema ?? (tool as { parameters?: unknown }).parameters, len)
   );
 }
 

@@ -7,13 +7,15 @@
 import type { GuardMessage, ToolDefinition } from '../messages.ts';
 import type { PromptFingerprint, RequestMeasure } from '../state/session.ts';
 import { hashMessage } from './hash.ts';
+import type { TextMeasure } from './exact.ts';
 import { measureMessage, measureTool } from './heuristic.ts';
 import type { MediaProvider } from './media.ts';
 
 /** One measured message. */
 export interface Entry {
   message: GuardMessage;
-  provider: MediaProvider;
+  /** How it was measured (media pricing and text measure): measures of other kinds do not mix. */
+  kind: string;
   chars: number;
   mediaTokens: number;
   /** Content hash, so that an edit anywhere in an earlier prompt is noticed. */
@@ -21,7 +23,7 @@ export interface Entry {
 }
 
 interface SessionCache {
-  provider: MediaProvider;
+  kind: string;
   entries: Entry[];
   /** Running totals over `entries`: chars, media tokens and the prefix hash up to each message. */
   cumChars: number[];
@@ -107,7 +109,7 @@ function sameMessage(a: GuardMessage, b: GuardMessage): boolean {
 export class PromptMeasurer {
   private readonly sessions = new Map<string, SessionCache>();
   private readonly byObject = new WeakMap<object, Entry>();
-  private readonly toolCache = new WeakMap<object, number>();
+  private readonly toolCache = new WeakMap<object, { key: string; chars: number }>();
   private readonly maxSessions: number;
 
   constructor(maxSessions: number) {
@@ -123,11 +125,13 @@ export class PromptMeasurer {
     messages: readonly GuardMessage[],
     tools: readonly ToolDefinition[] | undefined,
     provider: MediaProvider,
+    text: TextMeasure,
   ): MeasuredPrompt {
+    const kind = `${provider}:${text.key}`;
     let cache = this.sessions.get(sessionId);
     if (cache) this.sessions.delete(sessionId); // re-inserted below: Map order is recency order
-    if (!cache || cache.provider !== provider) {
-      cache = { provider, entries: [], cumChars: [], cumMedia: [], cumHash: [], tools: undefined, toolChars: 0 };
+    if (!cache || cache.kind !== kind) {
+      cache = { kind, entries: [], cumChars: [], cumMedia: [], cumHash: [], tools: undefined, toolChars: 0 };
     }
     const { entries, cumChars, cumMedia, cumHash } = cache;
 
@@ -153,7 +157,7 @@ export class PromptMeasurer {
     for (let i = same; i < n; i++) {
       const message = messages[i] as GuardMessage;
       const known = typeof message === 'object' && message !== null ? this.byObject.get(message) : undefined;
-      const entry = known && known.provider === provider ? known : this.measureOne(message, provider);
+      const entry = known && known.kind === kind ? known : this.measureOne(message, provider, text, kind);
       chars += entry.chars;
       media += entry.mediaTokens;
       hash = combineHash(hash, entry.hash);
@@ -165,7 +169,7 @@ export class PromptMeasurer {
 
     if (cache.tools !== tools) {
       cache.tools = tools;
-      cache.toolChars = this.measureTools(tools);
+      cache.toolChars = this.measureTools(tools, text);
     }
     this.sessions.set(sessionId, cache);
     if (this.sessions.size > this.maxSessions) this.sessions.delete(this.sessions.keys().next().value as string);
@@ -185,22 +189,23 @@ export class PromptMeasurer {
     this.sessions.delete(sessionId);
   }
 
-  private measureOne(message: GuardMessage, provider: MediaProvider): Entry {
-    const { chars, mediaTokens } = measureMessage(message, provider);
-    const entry: Entry = { message, provider, chars, mediaTokens, hash: hashMessage(message) };
+  private measureOne(message: GuardMessage, provider: MediaProvider, text: TextMeasure, kind: string): Entry {
+    const { chars, mediaTokens } = measureMessage(message, provider, text.length);
+    const entry: Entry = { message, kind, chars, mediaTokens, hash: hashMessage(message) };
     if (typeof message === 'object' && message !== null) this.byObject.set(message, entry);
     return entry;
   }
 
-  private measureTools(tools: readonly ToolDefinition[] | undefined): number {
+  private measureTools(tools: readonly ToolDefinition[] | undefined, text: TextMeasure): number {
     if (!Array.isArray(tools)) return 0;
     let total = 0;
     for (const tool of tools) {
       if (typeof tool !== 'object' || tool === null) continue;
-      let chars = this.toolCache.get(tool);
+      const cached = this.toolCache.get(tool);
+      let chars = cached?.key === text.key ? cached.chars : undefined;
       if (chars === undefined) {
-        chars = measureTool(tool);
-        this.toolCache.set(tool, chars);
+        chars = measureTool(tool, text.length);
+        this.toolCache.set(tool, { key: text.key, chars });
       }
       total += chars;
     }

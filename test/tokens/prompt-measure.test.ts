@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { GuardMessage } from '../../src/index.ts';
+import { CHARACTER_MEASURE } from '../../src/tokens/exact.ts';
 import { measureMessage } from '../../src/tokens/heuristic.ts';
 import { extendsPrompt, PromptMeasurer } from '../../src/tokens/prompt-measure.ts';
 import { assistant, toolStep, user } from '../helpers.ts';
@@ -25,7 +26,7 @@ describe('PromptMeasurer', () => {
     const m = new PromptMeasurer(10);
     const messages = history(3);
     const tools = [{ name: 'read_file', description: 'Reads a file', inputSchema: { type: 'object' } }];
-    const r = m.measure('s', messages, tools, 'generic');
+    const r = m.measure('s', messages, tools, 'generic', CHARACTER_MEASURE);
     const expected = messages.reduce((sum, msg) => sum + measureMessage(msg, 'generic').chars, 0);
     expect(r.chars - r.toolChars).toBe(expected);
     expect(r.toolChars).toBe('read_file'.length + 'Reads a file'.length + JSON.stringify({ type: 'object' }).length);
@@ -36,20 +37,20 @@ describe('PromptMeasurer', () => {
     const m = new PromptMeasurer(10);
     const reads = { n: 0 };
     const old = history(50).map((msg) => watched(msg, reads));
-    m.measure('s', old, undefined, 'generic');
+    m.measure('s', old, undefined, 'generic', CHARACTER_MEASURE);
     reads.n = 0;
-    m.measure('s', [...old, user('next')], undefined, 'generic');
+    m.measure('s', [...old, user('next')], undefined, 'generic', CHARACTER_MEASURE);
     expect(reads.n).toBe(0);
   });
 
   it('reuses measures for shallow copies that share their strings (as the AI SDK rebuilds prompts)', () => {
     const m = new PromptMeasurer(10);
     const messages = history(20);
-    const first = m.measure('s', messages, undefined, 'generic');
+    const first = m.measure('s', messages, undefined, 'generic', CHARACTER_MEASURE);
     const firstChars = first.chars;
     const fifth = first.entries[5]!;
     const copies = messages.map((msg) => ({ ...msg, content: Array.isArray(msg.content) ? msg.content.map((p) => ({ ...p })) : msg.content }) as GuardMessage);
-    const second = m.measure('s', copies, undefined, 'generic');
+    const second = m.measure('s', copies, undefined, 'generic', CHARACTER_MEASURE);
     expect(second.chars).toBe(firstChars);
     expect(second.entries[5]).not.toBe(fifth);
     expect(second.entries[5]!.message).toBe(copies[5]);
@@ -59,16 +60,16 @@ describe('PromptMeasurer', () => {
   it('re-measures a message that changed in place of an old one', () => {
     const m = new PromptMeasurer(10);
     const a = [user('hello'), assistant('short')];
-    const first = m.measure('s', a, undefined, 'generic').chars;
+    const first = m.measure('s', a, undefined, 'generic', CHARACTER_MEASURE).chars;
     const b = [user('hello'), assistant('a much longer answer than before')];
-    const second = m.measure('s', b, undefined, 'generic');
+    const second = m.measure('s', b, undefined, 'generic', CHARACTER_MEASURE);
     expect(second.chars - first).toBe('a much longer answer than before'.length - 'short'.length);
   });
 
   it('re-measures a tool result whose output changed behind the same ids', () => {
     const m = new PromptMeasurer(10);
-    const first = m.measure('s', toolStep('c1', {}, 'short'), undefined, 'generic').chars;
-    const second = m.measure('s', toolStep('c1', {}, 'much longer output'), undefined, 'generic');
+    const first = m.measure('s', toolStep('c1', {}, 'short'), undefined, 'generic', CHARACTER_MEASURE).chars;
+    const second = m.measure('s', toolStep('c1', {}, 'much longer output'), undefined, 'generic', CHARACTER_MEASURE);
     expect(second.chars - first).toBe('much longer output'.length - 'short'.length);
   });
 
@@ -77,15 +78,15 @@ describe('PromptMeasurer', () => {
     const reads = { n: 0 };
     const messages = history(10);
     const kept = messages.slice(5).map((msg) => watched(msg, reads));
-    m.measure('s', [...messages.slice(0, 5), ...kept], undefined, 'generic');
+    m.measure('s', [...messages.slice(0, 5), ...kept], undefined, 'generic', CHARACTER_MEASURE);
     reads.n = 0;
-    m.measure('s', [user('summary'), ...kept], undefined, 'generic');
+    m.measure('s', [user('summary'), ...kept], undefined, 'generic', CHARACTER_MEASURE);
     expect(reads.n).toBe(0);
   });
 
   it('bounds the sessions it caches', () => {
     const m = new PromptMeasurer(2);
-    for (const id of ['a', 'b', 'c']) m.measure(id, [user(id)], undefined, 'generic');
+    for (const id of ['a', 'b', 'c']) m.measure(id, [user(id)], undefined, 'generic', CHARACTER_MEASURE);
     expect((m as unknown as { sessions: Map<string, unknown> }).sessions.size).toBe(2);
   });
 });
@@ -93,19 +94,19 @@ describe('PromptMeasurer', () => {
 describe('extendsPrompt', () => {
   const m = new PromptMeasurer(10);
   const base = history(3);
-  const earlier = m.measure('x', base, undefined, 'generic').prompt;
+  const earlier = m.measure('x', base, undefined, 'generic', CHARACTER_MEASURE).prompt;
 
   it('accepts a prompt that starts with the earlier one', () => {
-    expect(extendsPrompt(m.measure('y', [...base, user('more')], undefined, 'generic'), earlier)).toBe(true);
-    expect(extendsPrompt(m.measure('y', base, undefined, 'generic'), earlier)).toBe(true);
+    expect(extendsPrompt(m.measure('y', [...base, user('more')], undefined, 'generic', CHARACTER_MEASURE), earlier)).toBe(true);
+    expect(extendsPrompt(m.measure('y', base, undefined, 'generic', CHARACTER_MEASURE), earlier)).toBe(true);
   });
 
   it('rejects a shorter prompt, an edited tail, and an edit of the same size', () => {
-    expect(extendsPrompt(m.measure('y', base.slice(0, -1), undefined, 'generic'), earlier)).toBe(false);
+    expect(extendsPrompt(m.measure('y', base.slice(0, -1), undefined, 'generic', CHARACTER_MEASURE), earlier)).toBe(false);
     const editedTail = [...base.slice(0, -1), user('different'), user('more')];
-    expect(extendsPrompt(m.measure('y', editedTail, undefined, 'generic'), earlier)).toBe(false);
+    expect(extendsPrompt(m.measure('y', editedTail, undefined, 'generic', CHARACTER_MEASURE), earlier)).toBe(false);
     const last = base[base.length - 1]!;
     const sameSize = JSON.parse(JSON.stringify(last).replace('content 2', 'content 9')) as GuardMessage;
-    expect(extendsPrompt(m.measure('y', [...base.slice(0, -1), sameSize], undefined, 'generic'), earlier)).toBe(false);
+    expect(extendsPrompt(m.measure('y', [...base.slice(0, -1), sameSize], undefined, 'generic', CHARACTER_MEASURE), earlier)).toBe(false);
   });
 });
