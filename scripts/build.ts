@@ -3,14 +3,11 @@
 // has no JavaScript API, so bundlers that load `typescript` for declarations are not an option.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 
-const require = createRequire(import.meta.url);
-const tsc = require.resolve('typescript/bin/tsc');
-
+// Run through `npm run build`, which puts node_modules/.bin (and so `tsc`) on PATH.
 rmSync('dist', { recursive: true, force: true });
 for (const project of ['tsconfig.build.json', 'tsconfig.cjs.json']) {
-  execFileSync(process.execPath, [tsc, '-p', project], { stdio: 'inherit' });
+  execFileSync('tsc', ['-p', project], { stdio: 'inherit' });
 }
 // The package is `type: module`; this marker makes Node (and TypeScript) read dist/cjs as CommonJS.
 mkdirSync('dist/cjs', { recursive: true });
