@@ -1,6 +1,7 @@
 // Estimation accuracy on real agent transcripts with the provider's real prompt size per call.
 //
-//   node bench/accuracy.ts [transcripts-dir]      (default ../shared/transcripts; skipped when absent)
+//   node bench/accuracy.ts [transcripts-dir] [--exact-counting=auto|off|o200k_base|cl100k_base]
+//   (default ../shared/transcripts, skipped when absent; exact counting 'auto', the guard's default)
 //
 // Every model call of every transcript is replayed through the guard: beforeModel on the messages
 // sent, then afterModel with the provider's real count, as a host would. Each estimate is scored
@@ -9,7 +10,7 @@
 //   - seed: heuristic × clamp(real / heuristic of the previous call, 1, 5), 1.5 on the first call.
 // The first call of a file and the first call after a compaction boundary are not scored: the
 // files lack the hidden system prompt and tool schemas, which only a real count reveals.
-import { createContextGuard, type EstimateEvent } from '../src/index.ts';
+import { createContextGuard, type ContextGuardOptions, type EstimateEvent } from '../src/index.ts';
 import { loadTranscripts, type Transcript } from './transcripts.ts';
 
 type Method = 'guard' | 'seed' | 'chars/4';
@@ -20,10 +21,10 @@ export interface Scores {
 }
 
 /** Replays one transcript; returns the relative error (estimate − real) / real of each scored call. */
-export async function replay(transcript: Transcript): Promise<Scores> {
+export async function replay(transcript: Transcript, exactCounting: ContextGuardOptions['exactCounting'] = 'auto'): Promise<Scores> {
   let lastEstimate: EstimateEvent | undefined;
   // Far above every prompt: this measures estimation, not compaction.
-  const guard = createContextGuard({ contextWindow: 100_000_000 });
+  const guard = createContextGuard({ contextWindow: 100_000_000, exactCounting });
   // The baselines are computed from plain chars/4, whatever the guard's exact counting does.
   const plain = createContextGuard({
     contextWindow: 100_000_000,
@@ -67,7 +68,9 @@ export function summarize(errors: number[]) {
 }
 
 async function main(): Promise<void> {
-  const transcripts = loadTranscripts(process.argv[2]);
+  const args = process.argv.slice(2);
+  const exactCounting = (args.find((a) => a.startsWith('--exact-counting='))?.split('=')[1] ?? 'auto') as ContextGuardOptions['exactCounting'];
+  const transcripts = loadTranscripts(args.find((a) => !a.startsWith('--')));
   if (!transcripts) {
     console.log('bench/accuracy: no transcripts folder (../shared/transcripts); nothing to measure.');
     return;
@@ -75,7 +78,7 @@ async function main(): Promise<void> {
   const groups = new Map<string, Record<Method, number[]>>();
   const pooled: Record<Method, number[]> = { guard: [], seed: [], 'chars/4': [] };
   for (const t of transcripts) {
-    const { errors } = await replay(t);
+    const { errors } = await replay(t, exactCounting);
     const key = `${t.format} (${t.modelId.replace(/^deepseek\//, '')})`;
     const g = groups.get(key) ?? { guard: [], seed: [], 'chars/4': [] };
     for (const m of METHODS) {
@@ -91,7 +94,7 @@ async function main(): Promise<void> {
   };
   for (const [key, g] of groups) for (const m of METHODS) row(key, m, g[m]);
   for (const m of METHODS) row('**pooled**', m, pooled[m]);
-  console.log(`${transcripts.length} transcripts, ${transcripts.reduce((n, t) => n + t.calls.length, 0)} model calls`);
+  console.log(`${transcripts.length} transcripts, ${transcripts.reduce((n, t) => n + t.calls.length, 0)} model calls, exactCounting: ${exactCounting}`);
   console.log(lines.join('\n'));
   const s = summarize(pooled.guard);
   const ok = s.p95Abs <= 0.02 && s.worstUnder >= -0.08;
