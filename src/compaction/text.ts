@@ -63,7 +63,9 @@ export function stripInlineBinary(text: string): string {
   if (text.length < 64) return text;
   return text
     .replace(DATA_URL_RE, (m: string, mediaType: string | undefined) => `[data: ${mediaType ?? 'unknown type'}, ${formatCount(m.length)} characters]`)
-    .replace(BASE64_RUN_RE, (m: string) => `[base64 data: ${formatCount(m.length)} characters]`);
+    // Encoded bytes mix lower case, upper case and digits; a run of one repeated letter, hex digits
+    // or a long identifier is text.
+    .replace(BASE64_RUN_RE, (m: string) => (/[a-z]/.test(m) && /[A-Z]/.test(m) && /\d/.test(m) ? `[base64 data: ${formatCount(m.length)} characters]` : m));
 }
 
 /**

@@ -1,5 +1,11 @@
 import { describe, it, expect } from 'vitest';
 import type { GuardMessage } from '../../src/messages.ts';
+
+/** Deterministic bytes that look like compressed image data. */
+function noise(length: number): Buffer {
+  let x = 2463534242;
+  return Buffer.from(Array.from({ length }, () => ((x ^= x << 13), (x ^= x >>> 17), (x ^= x << 5), x & 0xff)));
+}
 import { MECHANICAL_SUMMARY_PREFIX, mechanicalSummary } from '../../src/compaction/mechanical.ts';
 
 const messages: GuardMessage[] = [
@@ -84,7 +90,7 @@ describe('mechanicalSummary', () => {
   });
 
   it('labels media and strips inline base64', () => {
-    const base64 = Buffer.alloc(3000, 1).toString('base64');
+    const base64 = noise(3000).toString('base64');
     const s = mechanicalSummary([
       { role: 'user', content: [{ type: 'image', image: base64, mediaType: 'image/png' }, { type: 'text', text: 'see' }] },
       { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'a', toolName: 'get', output: { type: 'text', value: base64 } }] },

@@ -1,5 +1,11 @@
 import { describe, it, expect } from 'vitest';
 import type { GuardMessage } from '../../src/messages.ts';
+
+/** Deterministic bytes that look like compressed image data. */
+function noise(length: number): Buffer {
+  let x = 2463534242;
+  return Buffer.from(Array.from({ length }, () => ((x ^= x << 13), (x ^= x >>> 17), (x ^= x << 5), x & 0xff)));
+}
 import {
   SUMMARY_SECTIONS,
   buildSummaryInstructions,
@@ -112,7 +118,7 @@ describe('renderTranscript', () => {
   });
 
   it('renders media as labels and never copies base64', () => {
-    const base64 = Buffer.alloc(75_000, 7).toString('base64'); // 100 KB of base64
+    const base64 = noise(75_000).toString('base64'); // 100 KB of base64
     expect(base64.length).toBe(100_000);
     const messages: GuardMessage[] = [
       {
