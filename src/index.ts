@@ -12,3 +12,4 @@ export type { SessionState, SessionStatus } from './state/session.ts';
 export { normalizeModelId, resolveModelInfo } from './tokens/windows.ts';
 export type { ModelFamily, ModelInfo } from './tokens/windows.ts';
 export { CHARS_PER_TOKEN } from './tokens/heuristic.ts';
+export type { ExactCounting } from './tokens/exact.ts';
