@@ -23,19 +23,6 @@ export class MemoryStore<T> implements StateStore<T> {
   }
 
   async get(sessionId: string): Promise<T | undefined> {
-    return this.peek(sessionId);
-  }
-
-  async set(sessionId: string, value: T): Promise<void> {
-    this.put(sessionId, value);
-  }
-
-  async delete(sessionId: string): Promise<void> {
-    this.entries.delete(sessionId);
-  }
-
-  /** Synchronous get that also marks the session as recently used. */
-  peek(sessionId: string): T | undefined {
     const value = this.entries.get(sessionId);
     if (value !== undefined) {
       this.entries.delete(sessionId);
@@ -44,13 +31,16 @@ export class MemoryStore<T> implements StateStore<T> {
     return value;
   }
 
-  /** Synchronous set that evicts the least recently used sessions beyond the bound. */
-  put(sessionId: string, value: T): void {
+  async set(sessionId: string, value: T): Promise<void> {
     this.entries.delete(sessionId);
     this.entries.set(sessionId, value);
     while (this.entries.size > this.maxSessions) {
       const oldest = this.entries.keys().next().value as string;
       this.entries.delete(oldest);
     }
+  }
+
+  async delete(sessionId: string): Promise<void> {
+    this.entries.delete(sessionId);
   }
 }

@@ -28,7 +28,7 @@ const GROWTH_DECAY = 0.7;
 const clamp = (x: number, c: ResolvedCalibration): number => Math.min(c.max, Math.max(c.min, x));
 
 /** real / heuristic of a request with a real count, clamped; media tokens are not calibrated. */
-export function ratioCorrection(anchor: CalibrationState['anchor'], c: ResolvedCalibration): number {
+function ratioCorrection(anchor: CalibrationState['anchor'], c: ResolvedCalibration): number {
   if (!anchor || anchor.chars <= 0) return c.default;
   return clamp((anchor.realTokens - anchor.mediaTokens) / (anchor.chars / CHARS_PER_TOKEN), c);
 }
@@ -47,7 +47,7 @@ function priorCorrection(state: CalibrationState, c: ResolvedCalibration): numbe
  * start from the prior as pseudo-counts, so that a few small early growth steps (where per-message
  * overheads dominate) do not swing the estimate; the prior then fades like any old growth.
  */
-export function marginalCorrection(state: CalibrationState, c: ResolvedCalibration): number {
+function marginalCorrection(state: CalibrationState, c: ResolvedCalibration): number {
   const g = state.growth;
   if (!g || g.heuristicTokens <= 0) return priorCorrection(state, c);
   return clamp(g.realTokens / g.heuristicTokens, c);

@@ -19,7 +19,8 @@ export interface TextMeasure {
   length: TextLength;
 }
 
-const CHARS: TextMeasure = { key: 'chars', length: charLength };
+/** The plain heuristic: characters. */
+export const CHARACTER_MEASURE: TextMeasure = { key: 'chars', length: charLength };
 const loaded = new Map<TokenizerEncoding, Promise<TextMeasure>>();
 
 async function load(encoding: TokenizerEncoding): Promise<TextMeasure> {
@@ -45,7 +46,7 @@ export function encodingFor(mode: ExactCounting, modelId: string | undefined, mo
 
 /** The text measure for a call; falls back to characters (and rejects) if the tokenizer cannot load. */
 export function textMeasure(encoding: TokenizerEncoding | undefined): Promise<TextMeasure> {
-  if (!encoding) return Promise.resolve(CHARS);
+  if (!encoding) return Promise.resolve(CHARACTER_MEASURE);
   let p = loaded.get(encoding);
   if (!p) {
     p = load(encoding);
@@ -55,4 +56,3 @@ export function textMeasure(encoding: TokenizerEncoding | undefined): Promise<Te
   return p;
 }
 
-export const CHARACTER_MEASURE = CHARS;

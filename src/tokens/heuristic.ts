@@ -119,8 +119,3 @@ export function measureTool(tool: ToolDefinition, len: TextLength = charLength):
     jsonLength(tool.inputSchema ?? (tool as { parameters?: unknown }).parameters, len)
   );
 }
-
-/** Plain chars/4 tokens of a measure, media included: the uncalibrated heuristic. */
-export function heuristicTokens(chars: number, mediaTokens = 0): number {
-  return chars / CHARS_PER_TOKEN + mediaTokens;
-}
