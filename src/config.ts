@@ -2,6 +2,9 @@
 // Configuration mistakes surface once, at creation, with the path of the bad field; at call time the
 // guard never throws (see guard.ts).
 import { z } from 'zod';
+import type { AfterCompactHook, BeforeCompactHook, Summarizer } from './compaction/types.ts';
+import type { FileOpsConfig } from './compaction/file-ops.ts';
+import { DEFAULT_FILE_OPS } from './compaction/file-ops.ts';
 import type { ContextGuardEvent } from './events.ts';
 import type { StateStore } from './state/store.ts';
 import type { SessionState } from './state/session.ts';
@@ -23,6 +26,11 @@ const positiveTokens = z
   .refine((n) => Number.isFinite(n) && n > 0, 'expected a positive, finite number of tokens');
 
 const isFunction = (v: unknown): boolean => typeof v === 'function';
+
+/** Tokens when >= 1, a fraction of the context window when < 1 (the `buffer` convention). */
+const tokensOrFraction = z
+  .number({ error: 'expected a number: tokens when >= 1, a fraction of the window when < 1' })
+  .refine((n) => Number.isFinite(n) && n > 0, 'expected a positive number: tokens when >= 1, a fraction of the window when < 1');
 
 const storeSchema = z.custom<StateStore<SessionState>>(
   (v) =>
@@ -60,7 +68,42 @@ export const optionsSchema = z.strictObject({
   store: storeSchema.optional(),
   maxSessions: z.number().int('expected a whole number of sessions').positive('expected at least 1 session').optional(),
   onEvent: z.custom<(event: ContextGuardEvent) => void>(isFunction, 'expected a function').optional(),
-  summarizer: z.custom<(...args: never[]) => unknown>(isFunction, 'expected a function').optional(),
+  summarizer: z.custom<Summarizer>(isFunction, 'expected a function').optional(),
+  summarizerContextWindow: positiveTokens.optional(),
+  summarizerTimeoutMs: z.number().positive('expected a positive number of milliseconds').optional(),
+  retention: z.enum(['keep-recent', 'summarize-all'], { error: "expected 'keep-recent' or 'summarize-all'" }).optional(),
+  target: tokensOrFraction.optional(),
+  keepRecentTokens: tokensOrFraction.optional(),
+  keepFirstUserMessage: z.boolean().optional(),
+  maxSummaryTokens: positiveTokens.optional(),
+  prune: z
+    .union([
+      z.literal(false),
+      z.strictObject({
+        maxToolResultTokens: tokensOrFraction.optional(),
+        protectRecentTokens: tokensOrFraction.optional(),
+        neverPrune: z.array(z.string(), 'expected an array of tool names').optional(),
+      }),
+    ], { error: 'expected false or an object { maxToolResultTokens?, protectRecentTokens?, neverPrune? }' })
+    .optional(),
+  circuitBreaker: z
+    .strictObject({
+      failures: z.number().int('expected a whole number').positive('expected at least 1 failure').optional(),
+      cooldownMs: z.number().nonnegative('expected milliseconds >= 0').optional(),
+    })
+    .optional(),
+  fileOps: z
+    .union([
+      z.literal(false),
+      z.strictObject({
+        readTools: z.array(z.string()).optional(),
+        writeTools: z.array(z.string()).optional(),
+        pathKeys: z.array(z.string()).optional(),
+      }),
+    ], { error: 'expected false or an object { readTools?, writeTools?, pathKeys? }' })
+    .optional(),
+  beforeCompact: z.custom<BeforeCompactHook>(isFunction, 'expected a function').optional(),
+  afterCompact: z.custom<AfterCompactHook>(isFunction, 'expected a function').optional(),
 });
 
 /** Correction bounds applied to the provider's real / heuristic token ratio. */
@@ -103,8 +146,67 @@ export interface ContextGuardOptions {
   maxSessions?: number;
   /** Receives every event (estimates, warnings, ignored usage...). Exceptions it throws are swallowed. */
   onEvent?: (event: ContextGuardEvent) => void;
-  /** Writes summaries during compaction. */
-  summarizer?: (...args: never[]) => unknown;
+  /**
+   * Writes the summary that replaces older messages during compaction; see {@link Summarizer}.
+   * Without one (or when it fails) a mechanical digest is used: no model, no history lost.
+   */
+  summarizer?: Summarizer;
+  /** The summarizer model's window: its input is kept under 80% of it. Default: the guarded model's window. */
+  summarizerContextWindow?: number;
+  /** A summarizer call taking longer is aborted (its `signal` fires) and the fallback used. Default 60,000. */
+  summarizerTimeoutMs?: number;
+  /**
+   * What compaction keeps verbatim. `keep-recent` (default): the system messages, the first user
+   * request and a recent tail of `keepRecentTokens`; the rest becomes one summary. `summarize-all`:
+   * the request becomes exactly [system..., summary, continuation].
+   */
+  retention?: 'keep-recent' | 'summarize-all';
+  /**
+   * Size compaction aims for, well below the threshold so that it does not fire again on the next
+   * calls. Tokens when >= 1, a fraction of the window when < 1. Default 0.5 (half the window).
+   */
+  target?: number;
+  /** Budget of the recent tail `keep-recent` keeps verbatim. Tokens or a fraction of the window; default 0.2. */
+  keepRecentTokens?: number;
+  /** Whether `keep-recent` keeps the conversation's first user request verbatim (when small). Default true. */
+  keepFirstUserMessage?: boolean;
+  /** Upper bound of a summary, in tokens. Default: half the buffer. */
+  maxSummaryTokens?: number;
+  /** Tool-output pruning, the cheapest compaction step; `false` turns it off. */
+  prune?: false | PruneOptions;
+  /** Skips the summarizer for `cooldownMs` after `failures` consecutive failures. Default 3 failures, 5 minutes. */
+  circuitBreaker?: { failures?: number; cooldownMs?: number };
+  /** Which tool calls read or modify files, for the summary's file list; `false` turns the list off. */
+  fileOps?: false | Partial<FileOpsConfig>;
+  /** Called before each compaction: may cancel it or supply the summary itself. */
+  beforeCompact?: BeforeCompactHook;
+  /** Called after each compaction with its result. */
+  afterCompact?: AfterCompactHook;
+}
+
+export interface PruneOptions {
+  /**
+   * A tool result larger than this is truncated to it (head and tail kept, with a marker).
+   * Tokens or a fraction of the window; default 10% of the window, at most 20,000 tokens.
+   */
+  maxToolResultTokens?: number;
+  /** Recent tool results within this many tokens are never replaced by a placeholder. Default: `keepRecentTokens`. */
+  protectRecentTokens?: number;
+  /** Tools whose results are never pruned (they may still be shrunk as a last resort to fit the window). */
+  neverPrune?: string[];
+}
+
+/** Compaction settings of one call, with every default filled in for its window. */
+export interface CompactionSettings {
+  retention: 'keep-recent' | 'summarize-all';
+  target: number;
+  keepRecentTokens: number;
+  keepFirstUserMessage: boolean;
+  maxSummaryTokens: number;
+  summarizerContextWindow: number;
+  summarizerTimeoutMs: number;
+  prune: false | { maxToolResultTokens: number; protectRecentTokens: number; neverPrune: readonly string[] };
+  fileOps: false | FileOpsConfig;
 }
 
 export interface ResolvedCalibration {
@@ -123,6 +225,19 @@ export interface ResolvedOptions {
   store: StateStore<SessionState> | undefined;
   maxSessions: number;
   onEvent: ((event: ContextGuardEvent) => void) | undefined;
+  summarizer: Summarizer | undefined;
+  summarizerContextWindow: number | undefined;
+  summarizerTimeoutMs: number;
+  retention: 'keep-recent' | 'summarize-all';
+  target: number;
+  keepRecentTokens: number;
+  keepFirstUserMessage: boolean;
+  maxSummaryTokens: number | undefined;
+  prune: false | { maxToolResultTokens: number | undefined; protectRecentTokens: number | undefined; neverPrune: readonly string[] };
+  circuitBreaker: { failures: number; cooldownMs: number };
+  fileOps: false | FileOpsConfig;
+  beforeCompact: BeforeCompactHook | undefined;
+  afterCompact: AfterCompactHook | undefined;
 }
 
 export const DEFAULTS = {
@@ -133,7 +248,47 @@ export const DEFAULTS = {
   largeWindow: 200_000,
   largeWindowBuffer: 20_000,
   smallWindowBufferFraction: 0.2,
+  target: 0.5,
+  keepRecentTokens: 0.2,
+  maxToolResultFraction: 0.1,
+  maxToolResultTokens: 20_000,
+  summarizerTimeoutMs: 60_000,
+  circuitBreaker: { failures: 3, cooldownMs: 5 * 60_000 },
 } as const;
+
+/** Tokens when >= 1, else a fraction of `window`. */
+export function tokensOf(value: number, window: number): number {
+  return value < 1 ? value * window : value;
+}
+
+/** The compaction settings for a call with this window and threshold. */
+export function compactionSettings(o: ResolvedOptions, window: number, threshold: number): CompactionSettings {
+  const buffer = window - threshold;
+  // The target must leave room below the threshold, or the next call would compact again.
+  const target = Math.min(tokensOf(o.target, window), threshold * 0.9);
+  const keepRecentTokens = Math.min(tokensOf(o.keepRecentTokens, window), target);
+  return {
+    retention: o.retention,
+    target,
+    keepRecentTokens,
+    keepFirstUserMessage: o.keepFirstUserMessage,
+    maxSummaryTokens: o.maxSummaryTokens ?? Math.max(256, Math.floor(buffer / 2)),
+    summarizerContextWindow: o.summarizerContextWindow ?? window,
+    summarizerTimeoutMs: o.summarizerTimeoutMs,
+    prune:
+      o.prune === false
+        ? false
+        : {
+            maxToolResultTokens:
+              o.prune.maxToolResultTokens !== undefined
+                ? tokensOf(o.prune.maxToolResultTokens, window)
+                : Math.min(window * DEFAULTS.maxToolResultFraction, DEFAULTS.maxToolResultTokens),
+            protectRecentTokens: o.prune.protectRecentTokens !== undefined ? tokensOf(o.prune.protectRecentTokens, window) : keepRecentTokens,
+            neverPrune: o.prune.neverPrune,
+          },
+    fileOps: o.fileOps,
+  };
+}
 
 /** Tokens kept free below `contextWindow`: the user's buffer, else the seed's rule. */
 export function bufferTokens(contextWindow: number, buffer: number | undefined): number {
@@ -180,6 +335,12 @@ export function resolveOptions(input: unknown): ResolvedOptions {
   if (o.contextWindow !== undefined && o.buffer !== undefined && o.buffer >= 1 && o.buffer >= o.contextWindow) {
     throw new ContextGuardConfigError('buffer', `expected fewer tokens than contextWindow (${o.contextWindow}), received ${o.buffer}`);
   }
+  if (o.contextWindow !== undefined && o.target !== undefined) {
+    const threshold = thresholdFor(o.contextWindow, o.buffer);
+    if (tokensOf(o.target, o.contextWindow) >= threshold) {
+      throw new ContextGuardConfigError('target', `expected less than the threshold (${Math.floor(threshold)} tokens: contextWindow − buffer), received ${o.target}`);
+    }
+  }
   return {
     contextWindow: o.contextWindow,
     models: o.models ?? {},
@@ -190,5 +351,21 @@ export function resolveOptions(input: unknown): ResolvedOptions {
     store: o.store,
     maxSessions: o.maxSessions ?? DEFAULTS.maxSessions,
     onEvent: o.onEvent,
+    summarizer: o.summarizer,
+    summarizerContextWindow: o.summarizerContextWindow,
+    summarizerTimeoutMs: o.summarizerTimeoutMs ?? DEFAULTS.summarizerTimeoutMs,
+    retention: o.retention ?? 'keep-recent',
+    target: o.target ?? DEFAULTS.target,
+    keepRecentTokens: o.keepRecentTokens ?? DEFAULTS.keepRecentTokens,
+    keepFirstUserMessage: o.keepFirstUserMessage ?? true,
+    maxSummaryTokens: o.maxSummaryTokens,
+    prune:
+      o.prune === false
+        ? false
+        : { maxToolResultTokens: o.prune?.maxToolResultTokens, protectRecentTokens: o.prune?.protectRecentTokens, neverPrune: o.prune?.neverPrune ?? [] },
+    circuitBreaker: { ...DEFAULTS.circuitBreaker, ...o.circuitBreaker },
+    fileOps: o.fileOps === false ? false : { ...DEFAULT_FILE_OPS, ...o.fileOps },
+    beforeCompact: o.beforeCompact,
+    afterCompact: o.afterCompact,
   };
 }

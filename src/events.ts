@@ -1,5 +1,6 @@
 // The typed event stream: everything a user may want to log or show, one discriminated union.
 // Events are how the guard reports problems at call time, since it never throws into the agent.
+import type { CompactionReason, CompactionResult } from './compaction/types.ts';
 
 interface SessionEvent {
   sessionId: string;
@@ -73,12 +74,60 @@ export interface ConfigWarningEvent {
   message: string;
 }
 
-/** Something failed inside the guard or its store; the call went on with a safe fallback. */
+/** Something failed inside the guard, its store or a hook; the call went on with a safe fallback. */
 export interface ErrorEvent {
   type: 'error';
   sessionId?: string;
-  stage: 'beforeModel' | 'afterModel' | 'status' | 'store';
+  stage: 'beforeModel' | 'afterModel' | 'status' | 'store' | 'compaction' | 'beforeCompact' | 'afterCompact' | 'compact';
   error: unknown;
+}
+
+/**
+ * The prompt held tool calls without results or results without calls (which providers reject):
+ * an unanswered call became a text note in its assistant message, an orphan result a user message.
+ */
+export interface ToolPairingRepairedEvent extends SessionEvent {
+  type: 'tool-pairing-repaired';
+  unansweredCalls: number;
+  orphanResults: number;
+}
+
+/** A compaction begins. */
+export interface CompactionStartEvent extends SessionEvent {
+  type: 'compaction-start';
+  reason: CompactionReason;
+  tokens: number;
+  threshold: number;
+  target: number;
+  messages: number;
+  focus?: string;
+}
+
+/** A compaction ended; the same fields as `BeforeModelResult.compaction`. */
+export interface CompactionEndEvent extends SessionEvent, CompactionResult {
+  type: 'compaction-end';
+}
+
+/** The summarizer failed and the mechanical digest took its place (for this chunk and the rest). */
+export interface SummarizerFailedEvent extends SessionEvent {
+  type: 'summarizer-failed';
+  /** `circuit-open`: skipped after repeated failures, without calling it. */
+  reason: 'error' | 'timeout' | 'empty' | 'too-large' | 'circuit-open' | 'missing';
+  error?: unknown;
+  /** Consecutive failures so far (the circuit breaker's count). */
+  consecutiveFailures: number;
+}
+
+/**
+ * Even the smallest prompt the guard can build (system messages, tool definitions and the latest
+ * user request) is over the threshold; it was sent anyway, since failing the call is the host's
+ * decision, not the guard's.
+ */
+export interface OverflowEvent extends SessionEvent {
+  type: 'overflow';
+  tokens: number;
+  threshold: number;
+  contextWindow: number;
 }
 
 export type ContextGuardEvent =
@@ -88,6 +137,11 @@ export type ContextGuardEvent =
   | UsageIgnoredEvent
   | ConfigErrorEvent
   | ConfigWarningEvent
-  | ErrorEvent;
+  | ErrorEvent
+  | ToolPairingRepairedEvent
+  | CompactionStartEvent
+  | CompactionEndEvent
+  | SummarizerFailedEvent
+  | OverflowEvent;
 
 export type ContextGuardEventType = ContextGuardEvent['type'];

@@ -2,17 +2,22 @@
 // estimates its real cost from the session's calibration and compares it with the threshold;
 // afterModel folds the provider's real count back into the calibration. Neither ever throws into
 // the host agent: failures become events and the call goes on unchanged.
-import { resolveOptions, thresholdFor, type ContextGuardOptions, type ResolvedOptions } from './config.ts';
+import { compactionSettings, resolveOptions, thresholdFor, type ContextGuardOptions, type ResolvedOptions } from './config.ts';
+import { emptyMemo, renderView, type CompactionMemo, type View } from './compaction/memo.ts';
+import { runPipeline } from './compaction/pipeline.ts';
+import { CircuitBreaker, summarize } from './compaction/summarize.ts';
+import type { CompactionReason, CompactionResult } from './compaction/types.ts';
 import type { ContextGuardEvent } from './events.ts';
 import type { GuardMessage, ToolDefinition } from './messages.ts';
 import { KeyedLock } from './state/lock.ts';
 import { MemoryStore } from './state/memory.ts';
-import { emptySessionState, type SessionState, type SessionStatus } from './state/session.ts';
+import { emptySessionState, type CalibrationState, type SessionState, type SessionStatus } from './state/session.ts';
 import type { StateStore } from './state/store.ts';
-import { estimate, recordRealCount } from './tokens/calibration.ts';
+import { estimate, priceAfterReset, recordRealCount, resetCalibration, tokensPerCharAfterReset } from './tokens/calibration.ts';
 import { CHARACTER_MEASURE, encodingFor, textMeasure, type TextMeasure } from './tokens/exact.ts';
 import { mediaProviderForModel } from './tokens/media.ts';
-import { extendsPrompt, PromptMeasurer } from './tokens/prompt-measure.ts';
+import { extendsPrompt, PromptMeasurer, type MeasuredPrompt } from './tokens/prompt-measure.ts';
+import { CHARS_PER_TOKEN } from './tokens/heuristic.ts';
 import { resolveModelInfo } from './tokens/windows.ts';
 
 export interface BeforeModelInput {
@@ -36,6 +41,13 @@ export interface BeforeModelResult {
   contextWindow: number | undefined;
   /** tokens / contextWindow (0 when no window is known). */
   fraction: number;
+  /** Set only when this call ran a new compaction (re-applying a stored summary is not one). */
+  compaction?: CompactionResult;
+}
+
+export interface CompactOptions {
+  /** What the summary should emphasize. */
+  focus?: string;
 }
 
 export interface ModelUsage {
@@ -65,7 +77,12 @@ export interface ContextGuard {
   afterModel(input: AfterModelInput): Promise<void>;
   /** What a UI shows: tokens, threshold and fraction of the window; undefined for an unknown session. */
   status(sessionId: string): Promise<SessionStatus | undefined>;
-  /** Drops a session's state (its calibration and cached measures). */
+  /**
+   * Marks the session so that its next beforeModel compacts even under the threshold (a user's
+   * `/compact`, or the model's compact tool), with `focus` steering the summary.
+   */
+  compact(sessionId: string, options?: CompactOptions): Promise<void>;
+  /** Drops a session's state (its calibration, summary and cached measures). */
   reset(sessionId: string): Promise<void>;
   /** The validated options with their defaults. */
   readonly options: Readonly<ResolvedOptions>;
@@ -79,6 +96,8 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
   const measurer = new PromptMeasurer(resolved.maxSessions);
   const lock = new KeyedLock();
   const reportedModels = new Set<string>();
+  // One breaker per guard: a failing summarizer fails for every session.
+  const breaker = new CircuitBreaker(resolved.circuitBreaker.failures, resolved.circuitBreaker.cooldownMs);
 
   const emit = (event: ContextGuardEvent): void => {
     if (!resolved.onEvent) return;
@@ -150,15 +169,41 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
     }
   }
 
+  /** The host's messages measured on their own (for the memo's fingerprints and hashes). */
+  const inputKey = (sessionId: string) => `${sessionId}\u0000input`;
+
   async function beforeModelLocked(input: BeforeModelInput): Promise<BeforeModelResult> {
     const { sessionId, modelId, tools } = input;
-    const messages = input.messages.slice();
+    const hostMessages = input.messages;
     const contextWindow = windowFor(sessionId, modelId);
     const threshold = contextWindow === undefined ? Number.POSITIVE_INFINITY : thresholdOf(sessionId, contextWindow);
 
     const text = await textMeasureFor(sessionId, modelId);
-    const measured = measurer.measure(sessionId, messages, tools, mediaProviderForModel(modelId), text);
-    const state = await load(sessionId);
+    const provider = mediaProviderForModel(modelId);
+    let state = await load(sessionId);
+
+    // Re-apply what earlier compactions did to this history (the summary, pruned outputs).
+    let memo = state.memo;
+    let hostMeasure: MeasuredPrompt | undefined;
+    const measureHost = () => (hostMeasure ??= measurer.measure(inputKey(sessionId), hostMessages, undefined, provider, text));
+    const hashOf = (i: number) => measureHost().entries[i]?.hash ?? 0;
+    let summaryApplies = false;
+    if (memo?.summary) {
+      summaryApplies = extendsPrompt(measureHost(), memo.summary.covers);
+      if (!summaryApplies) {
+        // The host's history no longer starts with what the summary covers (a new conversation on
+        // this session id, or a host that stores the compacted history itself): the summary is stale.
+        const { summary: _stale, ...rest } = memo;
+        memo = rest;
+      }
+    }
+    const view = renderView(hostMessages, memo, summaryApplies, hashOf);
+    if (view.unansweredCalls + view.orphanResults > 0) {
+      emit({ type: 'tool-pairing-repaired', sessionId, unansweredCalls: view.unansweredCalls, orphanResults: view.orphanResults });
+    }
+
+    const measure = (messages: GuardMessage[]) => measurer.measure(sessionId, messages, tools, provider, text);
+    const measured = measure(view.messages);
     const anchor = state.calibration.anchor;
     const extendsAnchor = anchor !== undefined && extendsPrompt(measured, anchor.prompt);
     const response = extendsAnchor ? measured.entries[anchor.prompt.messages] : undefined;
@@ -179,22 +224,177 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
       correction: est.correction,
       method: est.method,
       ...(contextWindow === undefined ? {} : { threshold, contextWindow, fraction }),
-      messages: messages.length,
+      messages: view.messages.length,
     });
     if (contextWindow !== undefined && fraction >= resolved.warnAt) {
       emit({ type: 'warning', sessionId, tokens: est.tokens, threshold, contextWindow, fraction, warnAt: resolved.warnAt });
     }
 
-    const { chars, mediaTokens, toolChars, prompt } = measured;
-    await save(sessionId, {
-      ...state,
+    let messages = view.messages;
+    let tokens = est.tokens;
+    let sent: MeasuredPrompt = measured;
+    let extendsSent = extendsAnchor;
+    let calibration = state.calibration;
+    let compaction: CompactionResult | undefined;
+    const request = state.compactRequest;
+    if (contextWindow !== undefined && (est.tokens > threshold || request)) {
+      const outcome = await compactLocked({
+        sessionId,
+        reason: est.tokens > threshold ? 'threshold' : 'manual',
+        focus: request?.focus,
+        hostMessages,
+        view,
+        tokens: est.tokens,
+        contextWindow,
+        threshold,
+        memo: memo ?? emptyMemo(),
+        summaryApplies,
+        hashOf,
+        measureHost,
+        measure,
+        calibration: state.calibration,
+      });
+      if (outcome) {
+        messages = outcome.messages;
+        tokens = outcome.tokens;
+        sent = measure(messages);
+        extendsSent = false;
+        memo = outcome.memo;
+        calibration = outcome.calibration;
+        compaction = outcome.result;
+      }
+    }
+
+    const { chars, mediaTokens, toolChars, prompt } = sent;
+    const { compactRequest: _done, memo: _old, ...rest } = state;
+    state = {
+      ...rest,
+      ...(memo ? { memo } : {}),
       calls: state.calls + 1,
-      calibration: { ...state.calibration, pending: { chars, mediaTokens, toolChars, prompt, extendsAnchor, estimatedTokens: est.tokens } },
+      calibration: { ...calibration, pending: { chars, mediaTokens, toolChars, prompt, extendsAnchor: extendsSent, estimatedTokens: tokens } },
       ...(contextWindow === undefined
         ? {}
-        : { status: { tokens: est.tokens, source: 'estimate' as const, threshold, contextWindow, fraction } }),
+        : { status: { tokens, source: 'estimate' as const, threshold, contextWindow, fraction: tokens / contextWindow } }),
+    };
+    await save(sessionId, state);
+    if (compaction && resolved.afterCompact) {
+      try {
+        await resolved.afterCompact({ sessionId, result: compaction, messages });
+      } catch (error) {
+        emit({ type: 'error', sessionId, stage: 'afterCompact', error });
+      }
+    }
+    return {
+      messages,
+      tokens,
+      threshold,
+      contextWindow,
+      fraction: contextWindow === undefined ? 0 : tokens / contextWindow,
+      ...(compaction ? { compaction } : {}),
+    };
+  }
+
+  interface CompactRequest {
+    sessionId: string;
+    reason: CompactionReason;
+    focus: string | undefined;
+    hostMessages: readonly GuardMessage[];
+    view: View;
+    tokens: number;
+    contextWindow: number;
+    threshold: number;
+    memo: CompactionMemo;
+    summaryApplies: boolean;
+    hashOf: (i: number) => number;
+    measureHost: () => MeasuredPrompt;
+    measure: (messages: GuardMessage[]) => MeasuredPrompt;
+    calibration: CalibrationState;
+  }
+
+  /** Runs the compaction pipeline with its hooks and events; undefined when nothing was done. */
+  async function compactLocked(r: CompactRequest): Promise<
+    { messages: GuardMessage[]; tokens: number; memo: CompactionMemo; calibration: CalibrationState; result: CompactionResult } | undefined
+  > {
+    const { sessionId } = r;
+    const settings = compactionSettings(resolved, r.contextWindow, r.threshold);
+    let override: string | undefined;
+    if (resolved.beforeCompact) {
+      try {
+        const answer = await resolved.beforeCompact({
+          sessionId,
+          reason: r.reason,
+          messages: r.view.messages,
+          tokens: r.tokens,
+          threshold: r.threshold,
+          target: settings.target,
+          focus: r.focus,
+        });
+        // Cancelling is honoured while the prompt still fits the window; past it, the guard never sends it.
+        if (answer?.cancel === true && r.tokens <= r.contextWindow) return undefined;
+        if (typeof answer?.summary === 'string' && answer.summary.trim()) override = answer.summary.trim();
+      } catch (error) {
+        emit({ type: 'error', sessionId, stage: 'beforeCompact', error });
+      }
+    }
+
+    const started = Date.now();
+    emit({
+      type: 'compaction-start',
+      sessionId,
+      reason: r.reason,
+      tokens: r.tokens,
+      threshold: r.threshold,
+      target: settings.target,
+      messages: r.view.messages.length,
+      ...(r.focus !== undefined ? { focus: r.focus } : {}),
     });
-    return { messages, tokens: est.tokens, threshold, contextWindow, fraction };
+    const reset = resetCalibration(r.calibration);
+    const price = priceAfterReset(reset, resolved.calibration);
+    const tokensPerChar = tokensPerCharAfterReset(reset, resolved.calibration);
+    const output = await runPipeline({
+      sessionId,
+      reason: r.reason,
+      focus: r.focus,
+      input: r.hostMessages,
+      hashOf: r.hashOf,
+      prefixOf: (n) => {
+        const host = r.measureHost();
+        return { messages: n, chars: host.cumChars[n - 1] ?? 0, hash: n > 0 ? (host.cumHash[n - 1] ?? 0) : 0 };
+      },
+      memo: r.memo,
+      summaryApplies: r.summaryApplies,
+      settings,
+      threshold: r.threshold,
+      tokensBefore: r.tokens,
+      measure: r.measure,
+      price,
+      tokensPerChar,
+      summarize: (messages, previousSummary) =>
+        summarize(
+          {
+            sessionId,
+            messages,
+            previousSummary,
+            focus: r.focus,
+            maxSummaryTokens: settings.maxSummaryTokens,
+            summarizerContextWindow: settings.summarizerContextWindow,
+            timeoutMs: settings.summarizerTimeoutMs,
+            tokensPerChar: Math.max(tokensPerChar, resolved.calibration.default / CHARS_PER_TOKEN),
+            summarizer: resolved.summarizer,
+            breaker,
+            onFailure: (reason, consecutiveFailures, error) =>
+              emit({ type: 'summarizer-failed', sessionId, reason, consecutiveFailures, ...(error !== undefined ? { error } : {}) }),
+          },
+          override,
+        ),
+    });
+    if (!output.result) return undefined;
+    const result: CompactionResult = { ...output.result, durationMs: Date.now() - started };
+    if (result.overflow) {
+      emit({ type: 'overflow', sessionId, tokens: Math.ceil(output.tokens), threshold: r.threshold, contextWindow: r.contextWindow });
+    }
+    emit({ type: 'compaction-end', sessionId, ...result });
+    return { messages: output.view.messages, tokens: Math.ceil(output.tokens), memo: output.memo, calibration: reset, result };
   }
 
   async function afterModelLocked({ sessionId, usage }: AfterModelInput): Promise<void> {
@@ -274,8 +474,22 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
       }
     },
 
+    async compact(sessionId, options = {}) {
+      try {
+        if (typeof sessionId !== 'string' || !sessionId) throw new TypeError('compact: `sessionId` must be a non-empty string');
+        const focus = typeof options?.focus === 'string' && options.focus.trim() ? options.focus.trim() : undefined;
+        await lock.run(sessionId, async () => {
+          const state = await load(sessionId);
+          await save(sessionId, { ...state, compactRequest: focus !== undefined ? { focus } : {} });
+        });
+      } catch (error) {
+        emit({ type: 'error', ...(typeof sessionId === 'string' && sessionId ? { sessionId } : {}), stage: 'compact', error });
+      }
+    },
+
     async reset(sessionId) {
       measurer.forget(sessionId);
+      measurer.forget(inputKey(sessionId));
       try {
         await store.delete(sessionId);
       } catch (error) {

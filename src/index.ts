@@ -13,3 +13,18 @@ export { normalizeModelId, resolveModelInfo } from './tokens/windows.ts';
 export type { ModelFamily, ModelInfo } from './tokens/windows.ts';
 export { CHARS_PER_TOKEN } from './tokens/heuristic.ts';
 export type { ExactCounting } from './tokens/exact.ts';
+export type {
+  AfterCompactContext,
+  AfterCompactHook,
+  BeforeCompactContext,
+  BeforeCompactHook,
+  CompactionReason,
+  CompactionResult,
+  CompactionStep,
+  Summarizer,
+  SummarizerInput,
+} from './compaction/types.ts';
+export type { CompactOptions } from './guard.ts';
+export type { PruneOptions } from './config.ts';
+export type { FileOpsConfig } from './compaction/file-ops.ts';
+export { SUMMARY_SECTIONS } from './compaction/prompt.ts';

@@ -1,5 +1,6 @@
 // What the guard remembers per session. Plain JSON (no class instances, no message objects) so
 // that any store can serialize it; the guard never mutates a stored value, it writes a new one.
+import type { CompactionMemo } from '../compaction/memo.ts';
 
 /** Identifies a prompt well enough to tell whether a later prompt extends it. */
 export interface PromptFingerprint {
@@ -40,6 +41,11 @@ export interface CalibrationState {
   growth?: { realTokens: number; heuristicTokens: number };
   /** The last request sent, waiting for its real count in afterModel. */
   pending?: PendingRequest;
+  /**
+   * The last anchor before a compaction reset the calibration: until the compacted prompt gets
+   * its own real count, it still tells how this provider counts (see calibration.ts).
+   */
+  reference?: { realTokens: number; chars: number; mediaTokens: number };
 }
 
 export interface SessionStatus {
@@ -63,6 +69,10 @@ export interface SessionState {
   usageRecorded: number;
   /** What status() reports; absent until a window is known. */
   status?: Omit<SessionStatus, 'sessionId'>;
+  /** What compaction did to the host's history, re-applied on every call. */
+  memo?: CompactionMemo;
+  /** Set by guard.compact(): the next beforeModel compacts even under the threshold. */
+  compactRequest?: { focus?: string };
 }
 
 export function emptySessionState(): SessionState {

@@ -28,18 +28,17 @@ const GROWTH_DECAY = 0.7;
 const clamp = (x: number, c: ResolvedCalibration): number => Math.min(c.max, Math.max(c.min, x));
 
 /** real / heuristic of a request with a real count, clamped; media tokens are not calibrated. */
-function ratioCorrection(anchor: CalibrationState['anchor'], c: ResolvedCalibration): number {
+function ratioCorrection(anchor: CalibrationState['anchor'] | CalibrationState['reference'], c: ResolvedCalibration): number {
   if (!anchor || anchor.chars <= 0) return c.default;
   return clamp((anchor.realTokens - anchor.mediaTokens) / (anchor.chars / CHARS_PER_TOKEN), c);
 }
 
-/** Correction for what was added since the anchor. */
 /** Marginal correction before any growth was measured: the anchor's ratio, capped at the default. */
 function priorCorrection(state: CalibrationState, c: ResolvedCalibration): number {
   // The ratio is an upper bound of the marginal rate (an invisible constant part only inflates it),
   // and on a session's first calls (a 26k-token hidden system prompt over a short conversation) it
   // sits at the 5.0 clamp; the default is a sane rate for text and code with most tokenizers.
-  return Math.min(ratioCorrection(state.anchor, c), c.default);
+  return Math.min(ratioCorrection(state.anchor ?? state.reference, c), c.default);
 }
 
 /**
@@ -71,6 +70,10 @@ export function estimate(
   const heuristicTokens = heuristic + request.mediaTokens;
   const anchor = state.anchor;
   if (!anchor) {
+    if (state.reference) {
+      const tokens = Math.ceil(priceAfterReset(state, c)(request.chars, request.mediaTokens));
+      return { tokens, heuristicTokens, correction: heuristic > 0 ? (tokens - request.mediaTokens) / heuristic : c.default, method: 'scaled' };
+    }
     return { tokens: Math.ceil(heuristic * c.default + request.mediaTokens), heuristicTokens, correction: c.default, method: 'default' };
   }
   if (extension) {
@@ -119,4 +122,42 @@ export function recordRealCount(
   };
   if (growth) next.growth = growth;
   return next;
+}
+
+/**
+ * The calibration after a compaction: the real count and the heuristic it anchored are dropped
+ * (the compacted prompt no longer extends them), and the next real count starts a fresh anchor.
+ * What they taught about the provider is kept as the reference until then, and the marginal rate
+ * is kept: both describe the provider and the content, not the prompt that was replaced.
+ */
+export function resetCalibration(state: CalibrationState): CalibrationState {
+  const last = state.anchor ?? state.reference;
+  const next: CalibrationState = {};
+  if (state.growth) next.growth = state.growth;
+  if (last) next.reference = { realTokens: last.realTokens, chars: last.chars, mediaTokens: last.mediaTokens };
+  return next;
+}
+
+/**
+ * How a prompt that extends no real count is priced once the calibration was reset: the larger
+ * of the reference's ratio × heuristic (the seed's correction) and a constant part plus the
+ * marginal rate × heuristic. A compacted prompt is much smaller than the reference, and whatever
+ * a provider counts invisibly (its own system prompt) does not shrink with it: the ratio alone
+ * would undercount it. Without a reference, the default correction. Compaction plans with this
+ * same function, so the next call estimates the compacted prompt exactly as it was planned.
+ */
+export function priceAfterReset(state: CalibrationState, c: ResolvedCalibration): (chars: number, mediaTokens: number) => number {
+  const ref = state.anchor ?? state.reference;
+  if (!ref) return (chars, media) => (chars / CHARS_PER_TOKEN) * c.default + media;
+  const ratio = ratioCorrection(ref, c);
+  const marginal = marginalCorrection(state, c);
+  const invisible = Math.max(0, ref.realTokens - ref.mediaTokens - (ref.chars / CHARS_PER_TOKEN) * marginal);
+  return (chars, media) => Math.max((chars / CHARS_PER_TOKEN) * ratio, invisible + (chars / CHARS_PER_TOKEN) * marginal) + media;
+}
+
+/** Provider tokens per heuristic character at most, after a reset: sizes budgets in characters. */
+export function tokensPerCharAfterReset(state: CalibrationState, c: ResolvedCalibration): number {
+  const ref = state.anchor ?? state.reference;
+  if (!ref) return c.default / CHARS_PER_TOKEN;
+  return Math.max(ratioCorrection(ref, c), marginalCorrection(state, c)) / CHARS_PER_TOKEN;
 }

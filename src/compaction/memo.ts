@@ -1,0 +1,115 @@
+// What a compaction leaves behind, and how it is re-applied. A stateless host (the AI SDK) sends
+// its whole history on every call; the memo turns that history into the same compacted prompt
+// each time without calling the summarizer again: the covered prefix becomes the stored summary
+// messages (byte-identical, so provider prompt caches keep working), and tool outputs and
+// messages shrunk earlier are shrunk the same way again. Plain JSON, so any store can keep it.
+import type { GuardMessage } from '../messages.ts';
+import type { PromptFingerprint } from '../state/session.ts';
+import type { FileOps } from './file-ops.ts';
+import { applyToolEdits, type ToolEdit } from './prune.ts';
+import { repairToolPairing } from './structure.ts';
+import { clipMiddle, safeJson } from './text.ts';
+
+export interface SummaryMemo {
+  /** The host's messages [0, covers.messages) that the summary replaces. */
+  covers: PromptFingerprint;
+  /** Indices (in the host's history) of covered messages kept verbatim before the summary: system messages, the first user request. */
+  keep: number[];
+  /** The summary message (and continuation), exactly as sent. */
+  messages: GuardMessage[];
+  /** The summary text without its file list: the previous summary of the next update. */
+  text: string;
+  fileOps?: FileOps;
+}
+
+export interface CompactionMemo {
+  summary?: SummaryMemo;
+  /** Tool outputs edited, by tool call id. */
+  tools: Record<string, ToolEdit>;
+  /** Other messages shrunk to fit (hard fit), by content hash: characters kept. */
+  clips: Record<string, number>;
+  /** Compactions run in this session. */
+  compactions: number;
+}
+
+export function emptyMemo(): CompactionMemo {
+  return { tools: {}, clips: {}, compactions: 0 };
+}
+
+/** A message with its text cut to about `maxChars` (head and tail kept); media parts are dropped when over. */
+export function clipMessage(message: GuardMessage, maxChars: number): GuardMessage {
+  const content = message.content as unknown;
+  if (typeof content === 'string') return { ...message, content: clipMiddle(content, maxChars) } as GuardMessage;
+  if (!Array.isArray(content)) return message;
+  const texts = content.filter((p) => p?.type === 'text' || p?.type === 'reasoning').length;
+  const each = Math.max(1, Math.floor(maxChars / Math.max(1, texts)));
+  const parts = content.flatMap((p) => {
+    if (p?.type === 'text' || p?.type === 'reasoning') return [{ ...p, text: clipMiddle(String(p.text ?? ''), each) }];
+    // An image or document cannot be cut down; one that must go is named instead.
+    if (p?.type === 'image' || p?.type === 'file') return [{ type: 'text', text: `[${p.type === 'image' ? 'An image' : 'A file'} was removed to fit the context window.]` }];
+    if (p?.type === 'tool-call') {
+      // A huge input (a whole file written) is history now: a clipped copy, as a JSON string, still tells what was done.
+      const json = safeJson(p.input);
+      return [json.length > each ? { ...p, input: clipMiddle(json, each) } : p];
+    }
+    return [p];
+  });
+  return { ...message, content: parts } as GuardMessage;
+}
+
+/** The prompt as sent, and where each of its messages comes from in the host's history (-1: written by the guard). */
+export interface View {
+  messages: GuardMessage[];
+  origin: number[];
+  /** Messages before the first message taken from the uncovered history (kept head, summary, continuation). */
+  headLength: number;
+  unansweredCalls: number;
+  orphanResults: number;
+}
+
+/**
+ * Applies the memo to the host's messages. `summaryApplies` says whether the history starts with
+ * the messages the stored summary covers (checked by the caller on fingerprints); `hashOf(i)` is
+ * the content hash of host message i, for the clips. Tool pairing is repaired last.
+ */
+export function renderView(
+  input: readonly GuardMessage[],
+  memo: CompactionMemo | undefined,
+  summaryApplies: boolean,
+  hashOf: (index: number) => number,
+): View {
+  const messages: GuardMessage[] = [];
+  const origin: number[] = [];
+  const edits = memo && Object.keys(memo.tools).length > 0 ? memo.tools : undefined;
+  const clips = memo && Object.keys(memo.clips).length > 0 ? memo.clips : undefined;
+  // System messages are never edited: they stay exactly as the host wrote them.
+  const edit = (m: GuardMessage, i: number): GuardMessage => {
+    if (typeof m !== 'object' || m === null || m.role === 'system') return m;
+    if (edits) m = applyToolEdits(m, edits);
+    if (clips) {
+      const clip = clips[String(hashOf(i))];
+      if (clip !== undefined) m = clipMessage(m, clip);
+    }
+    return m;
+  };
+  let from = 0;
+  const summary = summaryApplies ? memo?.summary : undefined;
+  if (summary) {
+    for (const i of summary.keep) {
+      messages.push(edit(input[i] as GuardMessage, i));
+      origin.push(i);
+    }
+    for (const m of summary.messages) {
+      messages.push(m);
+      origin.push(-1);
+    }
+    from = summary.covers.messages;
+  }
+  const headLength = messages.length;
+  for (let i = from; i < input.length; i++) {
+    messages.push(edit(input[i] as GuardMessage, i));
+    origin.push(i);
+  }
+  const repaired = repairToolPairing(messages);
+  return { messages: repaired.messages, origin, headLength, unansweredCalls: repaired.unansweredCalls, orphanResults: repaired.orphanResults };
+}

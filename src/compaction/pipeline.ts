@@ -1,0 +1,388 @@
+// The compaction pipeline, cheapest step first, stopping as soon as the prompt is under target:
+//   1. prune: truncate oversized tool results, then replace old ones (outside a protected recent
+//      tail) by placeholders — only when that alone reaches the target, since otherwise those
+//      outputs are better read by the summarizer than thrown away before it;
+//   2. summarize everything before a cut point (never inside a tool-call unit) into one summary
+//      message, updating the previous summary; the summarizer's failures fall back to a digest;
+//   3. hard fit: shrink the largest tool outputs, then the largest messages, to the target;
+//   4. when even that is over the threshold, the smallest prompt possible (system messages and the
+//      latest request) and an `overflow` report. Never throws, never loops: each step runs once.
+// Every step edits the memo (what to do to the host's history), and the prompt is re-rendered
+// from it, so what this call sends is exactly what later calls will re-apply.
+import type { CompactionSettings } from '../config.ts';
+import type { GuardMessage } from '../messages.ts';
+import type { PromptFingerprint } from '../state/session.ts';
+import type { Entry } from '../tokens/prompt-measure.ts';
+import { extractFileOps, renderFileOpsFooter } from './file-ops.ts';
+import { renderView, type CompactionMemo, type View } from './memo.ts';
+import { continuationMessage, isContinuation, summaryBodyOf, summaryMessage } from './placement.ts';
+import { isProtectedTool, outputChars, PLACEHOLDER, placeholderOutput, toolResultsOf } from './prune.ts';
+import { leadingSystemCount, unitsOf, type Unit } from './structure.ts';
+import type { SummarizeOutcome } from './summarize.ts';
+import type { CompactionReason, CompactionResult, CompactionStep } from './types.ts';
+
+/** Fewest characters hard fit leaves of a message or tool output: enough to say what it was. */
+const MIN_KEPT_CHARS = 200;
+
+export interface PipelineInput {
+  sessionId: string;
+  reason: CompactionReason;
+  focus: string | undefined;
+  /** The host's messages. */
+  input: readonly GuardMessage[];
+  /** Content hash of host message i. */
+  hashOf: (index: number) => number;
+  /** Fingerprint of the host's first n messages. */
+  prefixOf: (n: number) => PromptFingerprint;
+  memo: CompactionMemo;
+  /** Whether `memo.summary` covers the start of `input`. */
+  summaryApplies: boolean;
+  settings: CompactionSettings;
+  threshold: number;
+  tokensBefore: number;
+  /** Measures a prompt (messages and tools) with the guard's heuristic. */
+  measure: (messages: GuardMessage[]) => { chars: number; mediaTokens: number; entries: readonly Entry[] };
+  /** The calibrated tokens of a measured prompt, as the calls after this compaction will estimate them. */
+  price: (chars: number, mediaTokens: number) => number;
+  /** Provider tokens per heuristic character (an upper bound of the marginal rate). */
+  tokensPerChar: number;
+  summarize: (messages: GuardMessage[], previousSummary: string | undefined) => Promise<SummarizeOutcome>;
+}
+
+export interface PipelineOutput {
+  memo: CompactionMemo;
+  view: View;
+  tokens: number;
+  /** Undefined when no step changed anything. */
+  result: Omit<CompactionResult, 'durationMs'> | undefined;
+}
+
+interface Rendered {
+  view: View;
+  entries: readonly Entry[];
+  tokens: number;
+}
+
+/** The latest user message of the host's history that is a real request (not a summary the guard wrote). */
+function requestIndex(input: readonly GuardMessage[]): number {
+  for (let i = input.length - 1; i >= 0; i--) {
+    const m = input[i] as GuardMessage;
+    if (m?.role === 'user' && summaryBodyOf(m) === undefined) return i;
+  }
+  return -1;
+}
+
+/**
+ * The largest cap such that cutting every size above it down to it saves at least `excess`
+ * (never below `floor`): the fairest way to shrink many things by a total amount.
+ */
+function waterLevel(sizes: number[], excess: number, floor: number): number {
+  const sorted = sizes.filter((s) => s > floor).sort((a, b) => b - a);
+  let saved = 0;
+  for (let k = 0; k < sorted.length; k++) {
+    const next = k + 1 < sorted.length ? Math.max(floor, sorted[k + 1] as number) : floor;
+    const gain = (k + 1) * ((sorted[k] as number) - next);
+    if (saved + gain >= excess) return Math.max(floor, Math.floor((sorted[k] as number) - (excess - saved) / (k + 1)));
+    saved += gain;
+  }
+  return floor;
+}
+
+export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
+  const s = p.settings;
+  const memo: CompactionMemo = {
+    ...p.memo,
+    tools: { ...p.memo.tools },
+    clips: { ...p.memo.clips },
+    ...(p.summaryApplies && p.memo.summary ? { summary: p.memo.summary } : {}),
+  };
+  if (!p.summaryApplies) delete memo.summary;
+  const manual = p.reason === 'manual';
+  const steps: CompactionStep[] = [];
+  const step = (name: CompactionStep) => {
+    if (steps[steps.length - 1] !== name) steps.push(name);
+  };
+  const stats = { pruned: 0, truncated: 0, summarized: 0, splitTurn: false, calls: 0, inputTokens: 0, summaryTokens: 0, summary: undefined as string | undefined };
+
+  const render = (): Rendered => {
+    const view = renderView(p.input, memo, memo.summary !== undefined, p.hashOf);
+    const measured = p.measure(view.messages);
+    return { view, entries: measured.entries, tokens: p.price(measured.chars, measured.mediaTokens) };
+  };
+  let cur = render();
+  const under = () => cur.tokens <= s.target;
+  const messageTokens = (i: number) => {
+    const e = cur.entries[i];
+    return e ? e.chars * p.tokensPerChar + e.mediaTokens : 0;
+  };
+
+  /** Tool results of the host's messages in the view, oldest first, with their view index. */
+  const toolResults = () =>
+    cur.view.messages.flatMap((m, i) => ((cur.view.origin[i] ?? -1) >= 0 ? toolResultsOf(m).map((part) => ({ part, index: i })) : []));
+
+  // 1. Prune.
+  if (s.prune) {
+    const prune = s.prune;
+    const maxChars = Math.max(MIN_KEPT_CHARS, Math.floor(prune.maxToolResultTokens / p.tokensPerChar));
+    for (const { part } of toolResults()) {
+      if (isProtectedTool(part.toolName, prune.neverPrune) || Object.hasOwn(memo.tools, part.toolCallId)) continue;
+      if (outputChars(part) > maxChars) {
+        memo.tools[part.toolCallId] = maxChars;
+        stats.truncated++;
+      }
+    }
+    if (stats.truncated > 0) {
+      step('prune');
+      cur = render();
+    }
+
+    if (!under() && !manual) {
+      // The protected tail: the most recent messages within protectRecentTokens.
+      let protectedFrom = cur.view.messages.length;
+      for (let acc = 0; protectedFrom > cur.view.headLength; protectedFrom--) {
+        acc += messageTokens(protectedFrom - 1);
+        if (acc > prune.protectRecentTokens) break;
+      }
+      const candidates = toolResults().filter(
+        ({ part, index }) => index < protectedFrom && !isProtectedTool(part.toolName, prune.neverPrune) && memo.tools[part.toolCallId] !== PLACEHOLDER,
+      );
+      const saving = (part: (typeof candidates)[number]['part']) =>
+        Math.max(0, outputChars(part) - String((placeholderOutput(part) as { value: string }).value).length) * p.tokensPerChar;
+      const need = cur.tokens - s.target;
+      const total = candidates.reduce((n, c) => n + saving(c.part), 0);
+      if (total >= need) {
+        // Oldest first, until the target is reached: one batch, so the next calls do not prune again.
+        let saved = 0;
+        for (const { part } of candidates) {
+          if (saved >= need) break;
+          const gain = saving(part);
+          if (gain <= 0) continue;
+          memo.tools[part.toolCallId] = PLACEHOLDER;
+          stats.pruned++;
+          saved += gain;
+        }
+        step('prune');
+        cur = render();
+      }
+    }
+  }
+
+  // 2. Summarize.
+  if (manual || !under()) {
+    const summarized = await summarizeStep(p, memo, cur, messageTokens, stats);
+    if (summarized) {
+      step(summarized);
+      cur = render();
+    }
+  }
+
+  // 3. Hard fit: the largest tool outputs, then the largest messages, down to the target.
+  if (!under()) {
+    const results = toolResults();
+    const excess = (cur.tokens - s.target) / p.tokensPerChar;
+    const level = waterLevel(results.map((r) => outputChars(r.part)), excess, MIN_KEPT_CHARS);
+    let changed = false;
+    for (const { part } of results) {
+      const size = outputChars(part);
+      if (size > level) {
+        memo.tools[part.toolCallId] = level;
+        changed = true;
+      }
+    }
+    if (changed) {
+      step('hard-fit');
+      cur = render();
+    }
+  }
+  if (!under()) {
+    const candidates: Array<{ index: number; chars: number }> = [];
+    cur.view.messages.forEach((m, i) => {
+      const origin = cur.view.origin[i] ?? -1;
+      // Tool outputs were shrunk above; system messages are never changed.
+      if (origin < 0 || m.role === 'system' || m.role === 'tool') return;
+      const chars = cur.entries[i]?.chars ?? 0;
+      candidates.push({ index: i, chars });
+    });
+    const excess = (cur.tokens - s.target) / p.tokensPerChar;
+    const level = waterLevel(candidates.map((c) => c.chars), excess, MIN_KEPT_CHARS);
+    let changed = false;
+    for (const c of candidates) {
+      if (c.chars > level) {
+        memo.clips[String(p.hashOf(cur.view.origin[c.index] as number))] = level;
+        changed = true;
+      }
+    }
+    if (changed) {
+      step('hard-fit');
+      cur = render();
+    }
+  }
+
+  // 4. The smallest prompt: system messages and the latest request, nothing else.
+  let overflow = false;
+  if (cur.tokens > p.threshold) {
+    smallestPrompt(p, memo, cur);
+    step('hard-fit');
+    cur = render();
+    overflow = cur.tokens > p.threshold;
+  }
+
+  if (steps.length === 0) return { memo: p.memo, view: cur.view, tokens: cur.tokens, result: undefined };
+  memo.compactions = p.memo.compactions + 1;
+  return {
+    memo,
+    view: cur.view,
+    tokens: cur.tokens,
+    result: {
+      reason: p.reason,
+      strategy: steps[steps.length - 1] as CompactionStep,
+      steps,
+      tokensBefore: p.tokensBefore,
+      tokensAfter: cur.tokens,
+      target: s.target,
+      messagesBefore: p.input.length,
+      messagesAfter: cur.view.messages.length,
+      ...(stats.summary !== undefined ? { summary: stats.summary } : {}),
+      summarizedMessages: stats.summarized,
+      splitTurn: stats.splitTurn,
+      prunedToolResults: stats.pruned,
+      truncatedToolResults: stats.truncated,
+      summarizerCalls: stats.calls,
+      summarizerInputTokens: stats.inputTokens,
+      summaryTokens: stats.summaryTokens,
+      overflow,
+    },
+  };
+}
+
+/**
+ * Chooses the cut, summarizes what is before it and records the summary in the memo. Returns the
+ * step it took, or undefined when there was nothing to summarize.
+ */
+async function summarizeStep(
+  p: PipelineInput,
+  memo: CompactionMemo,
+  cur: Rendered,
+  messageTokens: (i: number) => number,
+  stats: { summarized: number; splitTurn: boolean; calls: number; inputTokens: number; summaryTokens: number; summary: string | undefined },
+): Promise<CompactionStep | undefined> {
+  const s = p.settings;
+  const { messages, origin } = cur.view;
+  const from = Math.max(cur.view.headLength, memo.summary ? 0 : leadingSystemCount(messages));
+  const units = unitsOf(messages, from);
+  if (units.length === 0) return undefined;
+
+  // The cut: keep-recent keeps the newest units within the tail budget (always the last one);
+  // summarize-all keeps nothing. A manual compaction keeps at most half of what is there.
+  let cut = messages.length;
+  if (s.retention === 'keep-recent') {
+    let budget = s.keepRecentTokens;
+    if (p.reason === 'manual') {
+      let all = 0;
+      for (let i = from; i < messages.length; i++) all += messageTokens(i);
+      budget = Math.min(budget, all / 2);
+    }
+    const unitTokens = (u: Unit) => {
+      let t = 0;
+      for (let i = u.start; i < u.end; i++) t += messageTokens(i);
+      return t;
+    };
+    let k = units.length - 1;
+    let acc = unitTokens(units[k] as Unit);
+    while (k > 0 && acc + unitTokens(units[k - 1] as Unit) <= budget) acc += unitTokens(units[--k] as Unit);
+    cut = (units[k] as Unit).start;
+  }
+  if (cut <= from) return undefined;
+
+  // What stays verbatim before the summary: system messages (never summarized) and, in
+  // keep-recent, the conversation's first user request when it is small.
+  const request = requestIndex(p.input);
+  const firstUser = p.input.findIndex((m) => m?.role === 'user');
+  const keep = memo.summary ? [...memo.summary.keep] : origin.slice(0, from).filter((o) => o >= 0);
+  const toSummarize: GuardMessage[] = [];
+  let previousSummary = memo.summary?.text;
+  for (let i = from; i < cut; i++) {
+    const m = messages[i] as GuardMessage;
+    const o = origin[i] ?? -1;
+    if (m.role === 'system') {
+      keep.push(o);
+      continue;
+    }
+    const body = summaryBodyOf(m);
+    if (body !== undefined) {
+      // A summary the host kept in its history (a stateful host that applied our compaction).
+      previousSummary = previousSummary === undefined ? body : `${previousSummary}\n\n${body}`;
+      continue;
+    }
+    if (isContinuation(m) && o !== request) continue;
+    if (
+      s.retention === 'keep-recent' &&
+      s.keepFirstUserMessage &&
+      o === firstUser &&
+      messageTokens(i) <= Math.min(s.keepRecentTokens / 2, s.target / 10)
+    ) {
+      keep.push(o);
+      continue;
+    }
+    toSummarize.push(m);
+  }
+  if (toSummarize.length === 0) return undefined;
+
+  const outcome = await p.summarize(toSummarize, previousSummary);
+  const fileOps = s.fileOps ? extractFileOps(toSummarize, s.fileOps, memo.summary?.fileOps) : undefined;
+  const footer = fileOps ? renderFileOpsFooter(fileOps) : '';
+  const text = outcome.text.trim();
+  const body = footer ? `${text}\n\n${footer}` : text;
+
+  // The request is still verbatim when it is kept or in the tail; otherwise a continuation quotes it.
+  const requestKept = request < 0 || keep.includes(request) || (cut < messages.length && request >= (origin[cut] ?? Infinity));
+  const inserted: GuardMessage[] = [summaryMessage(body)];
+  if (!requestKept) {
+    const req = p.input[request] as GuardMessage;
+    inserted.push(isContinuation(req) ? req : continuationMessage(req));
+  }
+  const covers = cut < messages.length ? (origin[cut] as number) : p.input.length;
+  const systems = keep.filter((o) => p.input[o]?.role === 'system').sort((a, b) => a - b);
+  const others = keep.filter((o) => p.input[o]?.role !== 'system').sort((a, b) => a - b);
+  memo.summary = {
+    covers: p.prefixOf(covers),
+    keep: [...new Set([...systems, ...others])],
+    messages: inserted,
+    text,
+    ...(fileOps ? { fileOps } : {}),
+  };
+
+  stats.summarized += toSummarize.length;
+  // The latest turn was split when its request is before the cut: its first steps are in the summary.
+  stats.splitTurn = s.retention === 'keep-recent' && request >= 0 && request < covers;
+  stats.calls += outcome.calls;
+  stats.inputTokens += outcome.inputTokens;
+  stats.summaryTokens = Math.ceil(body.length * p.tokensPerChar);
+  stats.summary = body;
+  return outcome.mechanical ? 'mechanical' : 'summary';
+}
+
+/** Replaces the memo's summary by the smallest prompt: system messages and the latest request, cut to fit. */
+function smallestPrompt(p: PipelineInput, memo: CompactionMemo, cur: Rendered): void {
+  const systems: number[] = [];
+  p.input.forEach((m, i) => {
+    if (m?.role === 'system') systems.push(i);
+  });
+  const request = requestIndex(p.input);
+  memo.summary = {
+    covers: p.prefixOf(p.input.length),
+    keep: request >= 0 ? [...systems, request] : systems,
+    messages: [],
+    text: memo.summary?.text ?? '',
+    ...(memo.summary?.fileOps ? { fileOps: memo.summary.fileOps } : {}),
+  };
+  if (request >= 0) {
+    // Room left for the request once the system messages and tools are counted.
+    const viewIndex = cur.view.origin.indexOf(request);
+    const requestChars = viewIndex >= 0 ? (cur.entries[viewIndex]?.chars ?? 0) : 0;
+    const rest = renderView(p.input, { ...memo, summary: { ...memo.summary, keep: systems } }, true, p.hashOf);
+    const fixed = p.measure(rest.messages);
+    const room = (p.threshold - p.price(fixed.chars, fixed.mediaTokens)) / p.tokensPerChar;
+    if (requestChars === 0 || requestChars > room) memo.clips[String(p.hashOf(request))] = Math.max(MIN_KEPT_CHARS, Math.floor(room));
+  }
+}

@@ -1,0 +1,53 @@
+// Where a summary goes and how it reads. The summary is a user-role message with a clear
+// delimiter, never a system message: it records what happened, written by a model from data that
+// included tool output, so it must not gain system authority. When the user's latest request is
+// no longer verbatim in the prompt, a continuation message quotes it and tells the model to go on.
+import type { GuardMessage, UserMessage } from '../messages.ts';
+import { clipMiddle, userContentText } from './text.ts';
+
+export const SUMMARY_OPEN = '[Context Summary]';
+export const SUMMARY_CLOSE = '[End of Context Summary]';
+export const CONTINUATION_OPEN = '[Continue]';
+
+/** Longest quote of the user's request in a continuation (head and tail kept). */
+export const MAX_REQUEST_QUOTE_CHARS = 2_000;
+
+const SUMMARY_PREAMBLE =
+  'The earlier part of this conversation was replaced by this summary to fit the context window. It is a record of what happened, not a new request.';
+
+/** The user-role message that stands for the summarized messages. */
+export function summaryMessage(body: string): UserMessage {
+  return { role: 'user', content: `${SUMMARY_OPEN}\n${SUMMARY_PREAMBLE}\n\n${body.trim()}\n${SUMMARY_CLOSE}` };
+}
+
+/** The instruction that follows a summary when the user's latest request is not kept verbatim. */
+export function continuationMessage(request: GuardMessage | undefined): UserMessage {
+  const text = request?.role === 'user' ? userContentText(request.content).trim() : '';
+  const quote = text ? `The user's current request, quoted:\n"""\n${clipMiddle(text, MAX_REQUEST_QUOTE_CHARS)}\n"""\n` : '';
+  return {
+    role: 'user',
+    content: `${CONTINUATION_OPEN} ${quote}Continue with it from where the work left off, using the summary above. Do not ask the user to repeat anything.`,
+  };
+}
+
+function textOf(message: GuardMessage): string | undefined {
+  if (message.role !== 'user') return undefined;
+  if (typeof message.content === 'string') return message.content;
+  const first = Array.isArray(message.content) ? message.content[0] : undefined;
+  return message.content.length === 1 && first?.type === 'text' ? first.text : undefined;
+}
+
+/** The summary text inside a summary message (as the guard writes it), or undefined for any other message. */
+export function summaryBodyOf(message: GuardMessage): string | undefined {
+  const text = textOf(message);
+  if (!text?.startsWith(SUMMARY_OPEN)) return undefined;
+  let body = text.slice(SUMMARY_OPEN.length).trim();
+  if (body.startsWith(SUMMARY_PREAMBLE)) body = body.slice(SUMMARY_PREAMBLE.length);
+  if (body.trimEnd().endsWith(SUMMARY_CLOSE)) body = body.trimEnd().slice(0, -SUMMARY_CLOSE.length);
+  return body.trim();
+}
+
+/** Whether a message is a continuation the guard wrote. */
+export function isContinuation(message: GuardMessage): boolean {
+  return textOf(message)?.startsWith(CONTINUATION_OPEN) === true;
+}

@@ -1,0 +1,74 @@
+// Tool outputs are usually the bulk of an agent's context and the cheapest thing to give up: the
+// tool can be run again. Two edits, both deterministic functions of the original result so that a
+// stateless host replaying its history gets byte-identical messages on every call: truncation
+// (head and tail kept, a marker saying how much was cut) and a placeholder that says what was
+// removed. Edits are remembered by tool call id (see memo.ts), never recomputed from positions.
+import type { GuardMessage, ToolResultOutput, ToolResultPart } from '../messages.ts';
+import { clipMiddle, formatCount, oneLine, toolOutputText } from './text.ts';
+
+/** A tool edit: {@link PLACEHOLDER}, or the number of characters a truncated output keeps. */
+export type ToolEdit = number;
+export const PLACEHOLDER: ToolEdit = -1;
+
+/** Whether an output is media-free text: media cannot be truncated, only replaced. */
+function textOnly(output: ToolResultOutput): boolean {
+  return output.type !== 'content' || output.value.every((item) => item.type === 'text');
+}
+
+/** The output a placeholder stands for: what was removed and that the tool can be run again. */
+export function placeholderOutput(part: ToolResultPart): ToolResultOutput {
+  const { text, isError } = toolOutputText(part.output);
+  return {
+    type: 'text',
+    value: `[Output of tool ${oneLine(part.toolName, 100)} removed to save context (${formatCount(text.length)} characters${isError ? ', an error' : ''}). Call the tool again if you need it.]`,
+  };
+}
+
+/** The output truncated to about `maxChars` characters, head and tail kept. */
+export function truncatedOutput(part: ToolResultPart, maxChars: number): ToolResultOutput {
+  if (!textOnly(part.output)) return placeholderOutput(part);
+  const { text, isError } = toolOutputText(part.output);
+  const value = clipMiddle(text, maxChars);
+  return { type: isError ? 'error-text' : 'text', value };
+}
+
+/** Characters of an output's text (what truncation works on). */
+export function outputChars(part: ToolResultPart): number {
+  return toolOutputText(part.output).text.length;
+}
+
+function editedPart(part: ToolResultPart, edit: ToolEdit): ToolResultPart {
+  const output = edit === PLACEHOLDER ? placeholderOutput(part) : truncatedOutput(part, edit);
+  return { ...part, output };
+}
+
+/**
+ * The message with its tool results edited per `edits` (keyed by tool call id); the same object
+ * when none applies.
+ */
+export function applyToolEdits(message: GuardMessage, edits: Readonly<Record<string, ToolEdit>>): GuardMessage {
+  if (message.role !== 'tool' && message.role !== 'assistant') return message;
+  const content = message.content;
+  if (!Array.isArray(content)) return message;
+  let changed = false;
+  const next = content.map((part) => {
+    if (part?.type !== 'tool-result') return part;
+    const edit = Object.hasOwn(edits, part.toolCallId) ? edits[part.toolCallId] : undefined;
+    if (edit === undefined) return part;
+    changed = true;
+    return editedPart(part, edit);
+  });
+  return changed ? ({ ...message, content: next } as GuardMessage) : message;
+}
+
+/** Every tool result of a message, with its index in the content. */
+export function toolResultsOf(message: GuardMessage): ToolResultPart[] {
+  if ((message.role !== 'tool' && message.role !== 'assistant') || !Array.isArray(message.content)) return [];
+  return (message.content as Array<{ type?: unknown }>).filter((p): p is ToolResultPart => p?.type === 'tool-result');
+}
+
+/** Whether a tool is on the never-prune list (case-insensitive). */
+export function isProtectedTool(toolName: string, neverPrune: readonly string[]): boolean {
+  const name = String(toolName).toLowerCase();
+  return neverPrune.some((n) => n.toLowerCase() === name);
+}

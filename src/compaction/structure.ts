@@ -1,0 +1,145 @@
+// The shape of a conversation as compaction sees it: units that must stay together (an assistant
+// message with tool calls and the tool messages answering them), turns (a user message and what
+// follows it), and the repair of tool calls or results that lost their partner, which providers
+// reject. Repair never adds or removes a message, so positions in the host's history stay valid.
+import type { AssistantMessage, GuardMessage, ToolMessage, ToolResultPart, UserMessage } from '../messages.ts';
+import { oneLine, safeJson, toolOutputText } from './text.ts';
+
+/** A run of messages that compaction keeps or removes as a whole: [start, end). */
+export interface Unit {
+  start: number;
+  end: number;
+}
+
+const isToolCall = (p: unknown): p is { type: 'tool-call'; toolCallId: string; toolName: string; input: unknown } =>
+  typeof p === 'object' && p !== null && (p as { type?: unknown }).type === 'tool-call';
+
+/** Whether an assistant message has tool calls (whose results must follow it). */
+function hasToolCalls(message: GuardMessage): boolean {
+  return message.role === 'assistant' && Array.isArray(message.content) && message.content.some(isToolCall);
+}
+
+/**
+ * The conversation after its leading system messages, cut into units. An assistant message and
+ * the tool messages right after it are one unit (parallel calls included); every other message is
+ * a unit of its own. A cut between units never separates a call from its result.
+ */
+export function unitsOf(messages: readonly GuardMessage[], from: number): Unit[] {
+  const units: Unit[] = [];
+  let i = from;
+  while (i < messages.length) {
+    const start = i++;
+    if ((messages[start] as GuardMessage).role === 'assistant') {
+      while (i < messages.length && (messages[i] as GuardMessage).role === 'tool') i++;
+    }
+    units.push({ start, end: i });
+  }
+  return units;
+}
+
+/** Number of leading system messages. */
+export function leadingSystemCount(messages: readonly GuardMessage[]): number {
+  let n = 0;
+  while (n < messages.length && (messages[n] as GuardMessage).role === 'system') n++;
+  return n;
+}
+
+/** Index of the latest user message, or -1. */
+export function latestUserIndex(messages: readonly GuardMessage[]): number {
+  for (let i = messages.length - 1; i >= 0; i--) if ((messages[i] as GuardMessage).role === 'user') return i;
+  return -1;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tool-pairing repair
+// ---------------------------------------------------------------------------------------------
+
+export interface RepairResult {
+  messages: GuardMessage[];
+  unansweredCalls: number;
+  orphanResults: number;
+}
+
+function callsOf(message: GuardMessage | undefined): Set<string> {
+  const ids = new Set<string>();
+  if (message?.role === 'assistant' && Array.isArray(message.content)) {
+    for (const p of message.content) if (isToolCall(p)) ids.add(p.toolCallId);
+  }
+  return ids;
+}
+
+/** The text note an unanswered call becomes: what was called, so the model can call it again. */
+function unansweredNote(call: { toolName: string; toolCallId: string; input: unknown }): string {
+  return `[Tool call ${oneLine(call.toolName, 100)} (${oneLine(call.toolCallId, 100)}) with input ${oneLine(safeJson(call.input), 300)} got no result.]`;
+}
+
+/** The user message an orphan result becomes: its content is kept, as data. */
+function orphanNote(parts: ToolResultPart[]): UserMessage {
+  if (parts.length === 0) return { role: 'user', content: '[An empty tool message was here.]' };
+  const lines = parts.map((p) => {
+    const { text, isError } = toolOutputText(p.output);
+    return `[${isError ? 'Error' : 'Result'} of tool ${oneLine(p.toolName, 100)} (${oneLine(p.toolCallId, 100)}), whose call is no longer in the conversation:]\n${text}`;
+  });
+  return { role: 'user', content: lines.join('\n\n') };
+}
+
+/**
+ * Makes every tool call answered and every tool result owned, without adding or removing a
+ * message: a call with no result in the tool messages right after it becomes a text note in its
+ * assistant message; a result whose call is not in the assistant message right before it moves
+ * into a user message (its content kept). Untouched messages keep their identity, and a valid
+ * conversation comes back as the very same messages. Linear in the number of parts.
+ */
+export function repairToolPairing(messages: readonly GuardMessage[]): RepairResult {
+  let out: GuardMessage[] | undefined;
+  let unansweredCalls = 0;
+  let orphanResults = 0;
+  const set = (i: number, m: GuardMessage) => {
+    out ??= messages.slice();
+    out[i] = m;
+  };
+
+  let owner: Set<string> = new Set();
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i] as GuardMessage;
+    if (typeof m !== 'object' || m === null) continue;
+    if (m.role === 'assistant') {
+      owner = callsOf(m);
+      if (owner.size === 0) continue;
+      // Results for these calls: provider-run results in the message itself, then the tool messages after it.
+      const answered = new Set<string>();
+      for (const p of m.content as AssistantMessage['content'] & unknown[]) {
+        if (typeof p === 'object' && p !== null && p.type === 'tool-result') answered.add(p.toolCallId);
+      }
+      for (let j = i + 1; j < messages.length && (messages[j] as GuardMessage).role === 'tool'; j++) {
+        const content = (messages[j] as ToolMessage).content;
+        if (Array.isArray(content)) for (const p of content) if (p?.type === 'tool-result') answered.add(p.toolCallId);
+      }
+      if ([...owner].every((id) => answered.has(id))) continue;
+      const content = (m.content as Exclude<AssistantMessage['content'], string>).map((p) => {
+        if (!isToolCall(p) || answered.has(p.toolCallId)) return p;
+        unansweredCalls++;
+        owner.delete(p.toolCallId);
+        return { type: 'text' as const, text: unansweredNote(p) };
+      });
+      set(i, { ...m, content });
+    } else if (m.role === 'tool') {
+      const content = Array.isArray(m.content) ? m.content : [];
+      const orphans = content.filter((p) => p?.type === 'tool-result' && !owner.has(p.toolCallId));
+      if (orphans.length === 0 && content.length > 0) continue;
+      orphanResults += orphans.length;
+      const kept = content.filter((p) => !orphans.includes(p));
+      if (kept.length > 0) {
+        // Owned and orphan results in one message (a host that mixed up ids): a tool message
+        // cannot hold text, so the orphans are dropped here and counted in the repair event.
+        set(i, { ...m, content: kept });
+        continue;
+      }
+      set(i, orphanNote(orphans));
+      owner = new Set();
+    } else {
+      owner = new Set();
+    }
+  }
+  return { messages: out ?? messages.slice(), unansweredCalls, orphanResults };
+}

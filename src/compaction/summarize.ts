@@ -1,0 +1,234 @@
+// Running the summarizer: its input cut into chunks that fit 80% of its window (each chunk folds
+// into the summary so far, so nothing is silently dropped), a timeout that aborts the call, the
+// checks on what it returns, and the mechanical digest for whatever it could not summarize. A
+// circuit breaker stops calling a summarizer that keeps failing. Never throws: a summary is
+// always produced.
+import type { GuardMessage } from '../messages.ts';
+import { mechanicalSummary } from './mechanical.ts';
+import { clipMessage } from './memo.ts';
+import { applyToolEdits, outputChars, toolResultsOf } from './prune.ts';
+import { buildSummaryRequest, DEFAULT_TRANSCRIPT_TOOL_RESULT_CHARS, renderTranscript } from './prompt.ts';
+import { clipMiddle } from './text.ts';
+import type { Summarizer } from './types.ts';
+
+/** Share of the summarizer's window its input may fill; the rest is for its answer. */
+export const SUMMARIZER_INPUT_SHARE = 0.8;
+/** The budget told to the model, below the one enforced, since models overshoot a little. */
+const STATED_BUDGET_SHARE = 0.8;
+
+export type SummarizerFailure = 'error' | 'timeout' | 'empty' | 'too-large' | 'circuit-open' | 'missing';
+
+/** Skips the summarizer for `cooldownMs` after `failures` consecutive failures (per guard). */
+export class CircuitBreaker {
+  private consecutive = 0;
+  private openUntil = 0;
+  private readonly failures: number;
+  private readonly cooldownMs: number;
+
+  constructor(failures: number, cooldownMs: number) {
+    this.failures = failures;
+    this.cooldownMs = cooldownMs;
+  }
+
+  get consecutiveFailures(): number {
+    return this.consecutive;
+  }
+
+  /** Whether a call may be attempted now; after the cooldown one trial call is let through. */
+  allows(now: number): boolean {
+    return this.consecutive < this.failures || now >= this.openUntil;
+  }
+
+  success(): void {
+    this.consecutive = 0;
+    this.openUntil = 0;
+  }
+
+  failure(now: number): void {
+    this.consecutive++;
+    if (this.consecutive >= this.failures) this.openUntil = now + this.cooldownMs;
+  }
+}
+
+export interface SummarizeRequest {
+  sessionId: string;
+  messages: GuardMessage[];
+  previousSummary: string | undefined;
+  focus: string | undefined;
+  maxSummaryTokens: number;
+  summarizerContextWindow: number;
+  timeoutMs: number;
+  /** Provider tokens per character of plain text (calibrated), to size prompts and answers. */
+  tokensPerChar: number;
+  summarizer: Summarizer | undefined;
+  breaker: CircuitBreaker;
+  onFailure: (reason: SummarizerFailure, consecutiveFailures: number, error?: unknown) => void;
+}
+
+export interface SummarizeOutcome {
+  /** The summary body (no file list). */
+  text: string;
+  /** Whether any part of it is the mechanical digest. */
+  mechanical: boolean;
+  calls: number;
+  inputTokens: number;
+}
+
+class Failure extends Error {
+  readonly reason: SummarizerFailure;
+  readonly detail: unknown;
+  constructor(reason: SummarizerFailure, detail?: unknown) {
+    super(reason);
+    this.reason = reason;
+    this.detail = detail;
+  }
+}
+
+function textOfAnswer(answer: unknown): string | undefined {
+  if (typeof answer === 'string') return answer;
+  if (typeof answer === 'object' && answer !== null && typeof (answer as { text?: unknown }).text === 'string') return (answer as { text: string }).text;
+  return undefined;
+}
+
+/** Calls the summarizer once, with a timeout that aborts it; throws a Failure when the answer is unusable. */
+async function callOnce(
+  summarizer: Summarizer,
+  input: Omit<Parameters<Summarizer>[0], 'signal'>,
+  timeoutMs: number,
+  maxChars: number,
+): Promise<string> {
+  const controller = new AbortController();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      controller.abort(new Error(`summarizer timed out after ${timeoutMs} ms`));
+      reject(new Failure('timeout'));
+    }, timeoutMs);
+    // A pending summary must not keep a process alive on its own.
+    (timer as { unref?: () => void }).unref?.();
+  });
+  try {
+    const answer = await Promise.race([Promise.resolve().then(() => summarizer({ ...input, signal: controller.signal })), timeout]);
+    const text = textOfAnswer(answer)?.trim();
+    if (!text) throw new Failure('empty');
+    if (text.length > maxChars) throw new Failure('too-large', `${text.length} characters, budget ${Math.floor(maxChars)}`);
+    return text;
+  } catch (error) {
+    throw error instanceof Failure ? error : new Failure('error', error);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The message with each tool result cut to `maxChars` (what the summarizer receives). */
+function clipToolOutputs(message: GuardMessage, maxChars: number): GuardMessage {
+  const results = toolResultsOf(message);
+  if (results.length === 0 || results.every((p) => outputChars(p) <= maxChars)) return message;
+  const edits: Record<string, number> = {};
+  for (const p of results) if (outputChars(p) > maxChars) edits[p.toolCallId] = maxChars;
+  return applyToolEdits(message, edits);
+}
+
+/** Cuts messages into chunks whose rendered transcript fits `budgetChars` (a single message too big is clipped). */
+function chunk(messages: GuardMessage[], budgetChars: number): GuardMessage[][] {
+  const chunks: GuardMessage[][] = [];
+  let current: GuardMessage[] = [];
+  let used = 0;
+  const options = { maxToolResultChars: DEFAULT_TRANSCRIPT_TOOL_RESULT_CHARS };
+  for (let message of messages) {
+    message = clipToolOutputs(message, options.maxToolResultChars);
+    let size = renderTranscript([message], options).length;
+    if (size > budgetChars) {
+      message = clipMessage(message, Math.max(200, budgetChars - 200));
+      size = renderTranscript([message], options).length;
+    }
+    if (used + size > budgetChars && current.length > 0) {
+      chunks.push(current);
+      current = [];
+      used = 0;
+    }
+    current.push(message);
+    used += size;
+  }
+  if (current.length > 0) chunks.push(current);
+  return chunks;
+}
+
+/**
+ * Summarizes `messages` on top of `previousSummary`: the summarizer chunk by chunk, and the
+ * mechanical digest from the first chunk it fails on (the summary so far is kept, so no history is
+ * lost). `override` (from a beforeCompact hook) replaces the summarizer.
+ */
+export async function summarize(req: SummarizeRequest, override?: string): Promise<SummarizeOutcome> {
+  const maxChars = req.maxSummaryTokens / req.tokensPerChar;
+  if (override !== undefined) return { text: override, mechanical: false, calls: 0, inputTokens: 0 };
+
+  const inputBudgetTokens = req.summarizerContextWindow * SUMMARIZER_INPUT_SHARE;
+  let running = req.previousSummary;
+  let calls = 0;
+  let inputTokens = 0;
+  let failure: SummarizerFailure | undefined = req.summarizer ? undefined : 'missing';
+  let failedAt = 0;
+
+  if (!failure && req.summarizer) {
+    // Room for the transcript: the input budget less the instructions and the running summary,
+    // which is at most the summary budget once the first chunk is done.
+    const overhead = buildSummaryRequest([], { previousSummary: running, focus: req.focus, maxSummaryTokens: req.maxSummaryTokens }).system.length;
+    const fixedChars = overhead + Math.max(running?.length ?? 0, maxChars) + 500;
+    const budgetChars = Math.max(2_000, inputBudgetTokens / req.tokensPerChar - fixedChars);
+    const chunks = chunk(req.messages, budgetChars);
+    for (let i = 0; i < chunks.length; i++) {
+      const now = Date.now();
+      if (!req.breaker.allows(now)) {
+        failure = 'circuit-open';
+        req.onFailure('circuit-open', req.breaker.consecutiveFailures);
+        failedAt = i;
+        break;
+      }
+      const messages = chunks[i] as GuardMessage[];
+      const stated = Math.max(64, Math.floor(req.maxSummaryTokens * STATED_BUDGET_SHARE));
+      const request = buildSummaryRequest(messages, { previousSummary: running, focus: req.focus, maxSummaryTokens: stated });
+      calls++;
+      inputTokens += Math.ceil((request.system.length + request.prompt.length) * req.tokensPerChar);
+      try {
+        running = await callOnce(
+          req.summarizer,
+          {
+            messages,
+            previousSummary: running,
+            instructions: request.system,
+            prompt: request.prompt,
+            focus: req.focus,
+            sessionId: req.sessionId,
+            maxSummaryTokens: stated,
+          },
+          req.timeoutMs,
+          maxChars,
+        );
+        req.breaker.success();
+      } catch (error) {
+        const f = error instanceof Failure ? error : new Failure('error', error);
+        req.breaker.failure(Date.now());
+        failure = f.reason;
+        req.onFailure(f.reason, req.breaker.consecutiveFailures, f.detail);
+        failedAt = i;
+        break;
+      }
+    }
+    if (!failure) return { text: running ?? '', mechanical: false, calls, inputTokens };
+    // The messages from the failed chunk on go to the mechanical digest, on top of the summary so far.
+    return { text: fallbackDigest(chunks.slice(failedAt).flat(), running, maxChars), mechanical: true, calls, inputTokens };
+  }
+  req.onFailure('missing', req.breaker.consecutiveFailures);
+  return { text: fallbackDigest(req.messages, running, maxChars), mechanical: true, calls, inputTokens };
+}
+
+/**
+ * The mechanical digest of `messages` after `previous`, bounded: the previous summary (clipped to
+ * the summary budget if a chain of fallbacks grew it) plus the most recent message lines, within
+ * 1.5 × the budget, so that repeated failures cannot make the summary outgrow the prompt.
+ */
+function fallbackDigest(messages: GuardMessage[], previous: string | undefined, maxChars: number): string {
+  const previousSummary = previous !== undefined && previous.length > maxChars ? clipMiddle(previous, maxChars) : previous;
+  return mechanicalSummary(messages, { previousSummary, maxChars: Math.floor(maxChars * 1.5) });
+}

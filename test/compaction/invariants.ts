@@ -1,0 +1,79 @@
+// The invariants of DESIGN.md, checkable on any beforeModel output. Tests call
+// `expectInvariants(input, result, { overflow })` after every step.
+import { expect } from 'vitest';
+import type { BeforeModelResult, GuardMessage } from '../../src/index.ts';
+
+/** Text of a user message (string content or its text parts). */
+export function userText(message: GuardMessage): string {
+  if (message.role !== 'user') return '';
+  if (typeof message.content === 'string') return message.content;
+  return message.content.map((p) => (p.type === 'text' ? p.text : '')).join('');
+}
+
+/** Problems with tool-call / tool-result pairing, as providers check it; empty when valid. */
+export function pairingProblems(messages: readonly GuardMessage[]): string[] {
+  const problems: string[] = [];
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i] as GuardMessage;
+    if (m.role === 'tool') {
+      // A tool message must follow an assistant message (possibly through other tool messages).
+      let j = i - 1;
+      while (j >= 0 && messages[j]?.role === 'tool') j--;
+      const owner = messages[j];
+      const calls = new Set(
+        owner?.role === 'assistant' && Array.isArray(owner.content)
+          ? owner.content.filter((p) => p.type === 'tool-call').map((p) => (p as { toolCallId: string }).toolCallId)
+          : [],
+      );
+      for (const part of m.content) {
+        if (part.type === 'tool-result' && !calls.has(part.toolCallId)) problems.push(`message ${i}: result ${part.toolCallId} without its call`);
+      }
+    }
+    if (m.role === 'assistant' && Array.isArray(m.content)) {
+      const answered = new Set(m.content.filter((p) => p.type === 'tool-result').map((p) => (p as { toolCallId: string }).toolCallId));
+      for (let j = i + 1; j < messages.length && messages[j]?.role === 'tool'; j++) {
+        for (const part of (messages[j] as { content: Array<{ type: string; toolCallId?: string }> }).content) {
+          if (part.type === 'tool-result' && part.toolCallId) answered.add(part.toolCallId);
+        }
+      }
+      for (const part of m.content) {
+        if (part.type === 'tool-call' && !answered.has(part.toolCallId)) problems.push(`message ${i}: call ${part.toolCallId} without its result`);
+      }
+    }
+  }
+  return problems;
+}
+
+export interface InvariantOptions {
+  /** An `overflow` event fired for this call: the threshold may be exceeded. */
+  overflow?: boolean;
+  /** A snapshot of the input taken before the call (structuredClone), to prove it was not mutated. */
+  snapshot?: unknown;
+}
+
+/** Asserts every invariant of DESIGN.md on one beforeModel call. */
+export function expectInvariants(input: readonly GuardMessage[], result: BeforeModelResult, options: InvariantOptions = {}): void {
+  const out = result.messages;
+  expect(pairingProblems(out)).toEqual([]);
+
+  // System messages first and unchanged.
+  const leading = [];
+  for (const m of input) {
+    if (m.role !== 'system') break;
+    leading.push(m);
+  }
+  expect(out.slice(0, leading.length)).toEqual(leading);
+  // Every system message of the input is still there, unchanged (later ones may move up front).
+  for (const m of input) if (m.role === 'system') expect(out).toContainEqual(m);
+
+  // The latest user request is present: verbatim, or quoted (possibly clipped) by a continuation.
+  const latest = [...input].reverse().find((m) => m.role === 'user');
+  if (latest) {
+    const text = userText(latest);
+    const present = out.includes(latest) || out.some((m) => m.role === 'user' && (text.length === 0 || userText(m).includes(text.slice(0, 100))));
+    expect(present, 'latest user request missing from the output').toBe(true);
+  }
+
+  if (!options.overflow) expect(result.tokens).toBeLessThanOrEqual(result.threshold);
+  if (options.snapshot !== undefined) expect(input).toEqual(options.snapshot);
+}
