@@ -89,7 +89,13 @@ function waterLevel(sizes: number[], excess: number, floor: number): number {
 }
 
 export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
-  const s = p.settings;
+  // When system messages and tool definitions alone take most of the room, the configured target
+  // cannot be reached: aim halfway between them and the threshold instead, so that the next calls
+  // still have room to grow before compacting again.
+  const fixed = p.measure(p.input.filter((m) => m?.role === 'system'));
+  const fixedTokens = p.price(fixed.chars, fixed.mediaTokens);
+  const target = fixedTokens < p.threshold ? Math.max(p.settings.target, fixedTokens + (p.threshold - fixedTokens) / 2) : p.settings.target;
+  const s = { ...p.settings, target };
   const memo: CompactionMemo = {
     ...p.memo,
     tools: { ...p.memo.tools },
@@ -169,7 +175,7 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
 
   // 2. Summarize.
   if (manual || !under()) {
-    const summarized = await summarizeStep(p, memo, cur, messageTokens, stats);
+    const summarized = await summarizeStep({ ...p, settings: s }, memo, cur, messageTokens, stats);
     if (summarized) {
       step(summarized);
       cur = render();
@@ -238,8 +244,8 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
       strategy: steps[steps.length - 1] as CompactionStep,
       steps,
       tokensBefore: p.tokensBefore,
-      tokensAfter: cur.tokens,
-      target: s.target,
+      tokensAfter: Math.ceil(cur.tokens),
+      target: Math.floor(s.target),
       messagesBefore: p.input.length,
       messagesAfter: cur.view.messages.length,
       ...(stats.summary !== undefined ? { summary: stats.summary } : {}),
@@ -260,7 +266,7 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
  * step it took, or undefined when there was nothing to summarize.
  */
 async function summarizeStep(
-  p: PipelineInput,
+  p: PipelineInput & { settings: CompactionSettings },
   memo: CompactionMemo,
   cur: Rendered,
   messageTokens: (i: number) => number,
@@ -276,12 +282,13 @@ async function summarizeStep(
   // summarize-all keeps nothing. A manual compaction keeps at most half of what is there.
   let cut = messages.length;
   if (s.retention === 'keep-recent') {
-    let budget = s.keepRecentTokens;
-    if (p.reason === 'manual') {
-      let all = 0;
-      for (let i = from; i < messages.length; i++) all += messageTokens(i);
-      budget = Math.min(budget, all / 2);
-    }
+    // The tail gets what the target leaves once the fixed part (system messages, tools, the kept
+    // head) and the summary are counted, at most keepRecentTokens; a manual compaction keeps at
+    // most half of the conversation, so that it always has something to summarize.
+    let conversation = 0;
+    for (let i = from; i < messages.length; i++) conversation += messageTokens(i);
+    let budget = Math.min(s.keepRecentTokens, Math.max(0, s.target - (cur.tokens - conversation) - s.maxSummaryTokens));
+    if (p.reason === 'manual') budget = Math.min(budget, conversation / 2);
     const unitTokens = (u: Unit) => {
       let t = 0;
       for (let i = u.start; i < u.end; i++) t += messageTokens(i);

@@ -175,7 +175,8 @@ export async function summarize(req: SummarizeRequest, override?: string): Promi
     // which is at most the summary budget once the first chunk is done.
     const overhead = buildSummaryRequest([], { previousSummary: running, focus: req.focus, maxSummaryTokens: req.maxSummaryTokens }).system.length;
     const fixedChars = overhead + Math.max(running?.length ?? 0, maxChars) + 500;
-    const budgetChars = Math.max(2_000, inputBudgetTokens / req.tokensPerChar - fixedChars);
+    // A tiny window at a high token ratio leaves little room: chunks get small rather than overflow it.
+    const budgetChars = Math.max(400, inputBudgetTokens / req.tokensPerChar - fixedChars);
     const chunks = chunk(req.messages, budgetChars);
     for (let i = 0; i < chunks.length; i++) {
       const now = Date.now();
