@@ -5,6 +5,7 @@
 import { compactionSettings, resolveOptions, thresholdFor, type ContextGuardOptions, type ResolvedOptions } from './config.ts';
 import { emptyMemo, renderView, type CompactionMemo, type View } from './compaction/memo.ts';
 import { runPipeline } from './compaction/pipeline.ts';
+import { lastUnitStart, repairToolPairing } from './compaction/structure.ts';
 import { CircuitBreaker, summarize } from './compaction/summarize.ts';
 import type { CompactionReason, CompactionResult } from './compaction/types.ts';
 import type { ContextGuardEvent } from './events.ts';
@@ -96,6 +97,8 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
   const measurer = new PromptMeasurer(resolved.maxSessions);
   const lock = new KeyedLock();
   const reportedModels = new Set<string>();
+  /** Per session: the view's messages before this index were checked and needed no repair. */
+  const validUpTo = new Map<string, number>();
   // One breaker per guard: a failing summarizer fails for every session.
   const breaker = new CircuitBreaker(resolved.circuitBreaker.failures, resolved.circuitBreaker.cooldownMs);
 
@@ -197,13 +200,22 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
         memo = rest;
       }
     }
-    const view = renderView(hostMessages, memo, summaryApplies, hashOf);
-    if (view.unansweredCalls + view.orphanResults > 0) {
-      emit({ type: 'tool-pairing-repaired', sessionId, unansweredCalls: view.unansweredCalls, orphanResults: view.orphanResults });
-    }
-
+    const view = renderView(hostMessages, memo, summaryApplies, hashOf, false);
     const measure = (messages: GuardMessage[]) => measurer.measure(sessionId, messages, tools, provider, text);
-    const measured = measure(view.messages);
+    let measured = measure(view.messages);
+
+    // Tool pairing, checked from where the previous call left it valid: the unchanged prefix
+    // was checked then, so the cost follows what was added.
+    const repaired = repairToolPairing(view.messages, Math.min(validUpTo.get(sessionId) ?? 0, measured.unchanged));
+    validUpTo.delete(sessionId);
+    if (repaired.unansweredCalls + repaired.orphanResults > 0) {
+      emit({ type: 'tool-pairing-repaired', sessionId, unansweredCalls: repaired.unansweredCalls, orphanResults: repaired.orphanResults });
+      view.messages = repaired.messages;
+      measured = measure(view.messages);
+    } else {
+      validUpTo.set(sessionId, lastUnitStart(view.messages));
+      if (validUpTo.size > resolved.maxSessions) validUpTo.delete(validUpTo.keys().next().value as string);
+    }
     const anchor = state.calibration.anchor;
     const extendsAnchor = anchor !== undefined && extendsPrompt(measured, anchor.prompt);
     const response = extendsAnchor ? measured.entries[anchor.prompt.messages] : undefined;
@@ -490,6 +502,7 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
     async reset(sessionId) {
       measurer.forget(sessionId);
       measurer.forget(inputKey(sessionId));
+      validUpTo.delete(sessionId);
       try {
         await store.delete(sessionId);
       } catch (error) {

@@ -60,7 +60,8 @@ export function clipMessage(message: GuardMessage, maxChars: number): GuardMessa
 /** The prompt as sent, and where each of its messages comes from in the host's history (-1: written by the guard). */
 export interface View {
   messages: GuardMessage[];
-  origin: number[];
+  /** Built on first use: only compaction needs it, and the guard renders a view on every call. */
+  readonly origin: number[];
   /** Messages before the first message taken from the uncovered history (kept head, summary, continuation). */
   headLength: number;
   unansweredCalls: number;
@@ -70,16 +71,18 @@ export interface View {
 /**
  * Applies the memo to the host's messages. `summaryApplies` says whether the history starts with
  * the messages the stored summary covers (checked by the caller on fingerprints); `hashOf(i)` is
- * the content hash of host message i, for the clips. Tool pairing is repaired last.
+ * the content hash of host message i, for the clips. Tool pairing is repaired last (unless
+ * `repair` is false: the guard repairs incrementally itself).
  */
 export function renderView(
   input: readonly GuardMessage[],
   memo: CompactionMemo | undefined,
   summaryApplies: boolean,
   hashOf: (index: number) => number,
+  repair = true,
 ): View {
   const messages: GuardMessage[] = [];
-  const origin: number[] = [];
+  const headOrigin: number[] = [];
   const edits = memo && Object.keys(memo.tools).length > 0 ? memo.tools : undefined;
   const clips = memo && Object.keys(memo.clips).length > 0 ? memo.clips : undefined;
   // System messages are never edited: they stay exactly as the host wrote them.
@@ -97,19 +100,39 @@ export function renderView(
   if (summary) {
     for (const i of summary.keep) {
       messages.push(edit(input[i] as GuardMessage, i));
-      origin.push(i);
+      headOrigin.push(i);
     }
     for (const m of summary.messages) {
       messages.push(m);
-      origin.push(-1);
+      headOrigin.push(-1);
     }
     from = summary.covers.messages;
   }
   const headLength = messages.length;
-  for (let i = from; i < input.length; i++) {
-    messages.push(edit(input[i] as GuardMessage, i));
-    origin.push(i);
+  if (edits || clips) {
+    for (let i = from; i < input.length; i++) messages.push(edit(input[i] as GuardMessage, i));
+  } else {
+    // The common case, on every call: the host's messages as they are.
+    for (let i = from; i < input.length; i++) messages.push(input[i] as GuardMessage);
   }
+  let origin: number[] | undefined;
+  const view: View = {
+    messages,
+    headLength,
+    get origin() {
+      if (!origin) {
+        origin = headOrigin.slice();
+        for (let i = from; i < input.length; i++) origin.push(i);
+      }
+      return origin;
+    },
+    unansweredCalls: 0,
+    orphanResults: 0,
+  };
+  if (!repair) return view;
   const repaired = repairToolPairing(messages);
-  return { messages: repaired.messages, origin, headLength, unansweredCalls: repaired.unansweredCalls, orphanResults: repaired.orphanResults };
+  view.messages = repaired.messages;
+  view.unansweredCalls = repaired.unansweredCalls;
+  view.orphanResults = repaired.orphanResults;
+  return view;
 }

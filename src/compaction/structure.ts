@@ -88,9 +88,10 @@ function orphanNote(parts: ToolResultPart[]): UserMessage {
  * message: a call with no result in the tool messages right after it becomes a text note in its
  * assistant message; a result whose call is not in the assistant message right before it moves
  * into a user message (its content kept). Untouched messages keep their identity, and a valid
- * conversation comes back as the very same messages. Linear in the number of parts.
+ * conversation comes back as the very same messages. Linear in the number of parts from `from`,
+ * where the caller knows the messages before it are unchanged and were valid.
  */
-export function repairToolPairing(messages: readonly GuardMessage[]): RepairResult {
+export function repairToolPairing(messages: readonly GuardMessage[], from = 0): RepairResult {
   let out: GuardMessage[] | undefined;
   let unansweredCalls = 0;
   let orphanResults = 0;
@@ -100,7 +101,10 @@ export function repairToolPairing(messages: readonly GuardMessage[]): RepairResu
   };
 
   let owner: Set<string> = new Set();
-  for (let i = 0; i < messages.length; i++) {
+  // Scanning may start at any message that is not a tool message: pairing state resets there.
+  let start = Math.max(0, Math.min(from, messages.length));
+  while (start > 0 && (messages[start] as GuardMessage | undefined)?.role === 'tool') start--;
+  for (let i = start; i < messages.length; i++) {
     const m = messages[i] as GuardMessage;
     if (typeof m !== 'object' || m === null) continue;
     if (m.role === 'assistant') {
@@ -142,4 +146,11 @@ export function repairToolPairing(messages: readonly GuardMessage[]): RepairResu
     }
   }
   return { messages: out ?? messages.slice(), unansweredCalls, orphanResults };
+}
+
+/** Where the last unit starts: every message before it is settled (its calls answered or not for good). */
+export function lastUnitStart(messages: readonly GuardMessage[]): number {
+  let i = messages.length - 1;
+  while (i > 0 && (messages[i] as GuardMessage | undefined)?.role === 'tool') i--;
+  return Math.max(0, i);
 }

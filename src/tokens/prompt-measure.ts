@@ -40,6 +40,8 @@ export interface MeasuredPrompt extends RequestMeasure {
   cumChars: readonly number[];
   /** Hash of messages 0..i. */
   cumHash: readonly number[];
+  /** Leading messages found unchanged since this session's previous measure (same content). */
+  unchanged: number;
 }
 
 // Structural equality that is cheap when the two values share their strings and sub-objects, as
@@ -181,6 +183,7 @@ export class PromptMeasurer {
       toolChars: cache.toolChars,
       mediaTokens: media,
       prompt: { messages: n, chars, hash: n > 0 ? hash : 0 },
+      unchanged: same,
     };
   }
 
