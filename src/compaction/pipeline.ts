@@ -13,7 +13,7 @@ import type { CompactionSettings } from '../config.ts';
 import type { GuardMessage } from '../messages.ts';
 import type { PromptFingerprint } from '../state/session.ts';
 import type { Entry } from '../tokens/prompt-measure.ts';
-import { extractFileOps, renderFileOpsFooter } from './file-ops.ts';
+import { extractFileOps, renderFileOpsFooter, stripFileOpsFooter } from './file-ops.ts';
 import { renderView, type CompactionMemo, type View } from './memo.ts';
 import { continuationMessage, isContinuation, summaryBodyOf, summaryMessage } from './placement.ts';
 import { isProtectedTool, outputChars, PLACEHOLDER, placeholderOutput, toolResultsOf } from './prune.ts';
@@ -315,8 +315,10 @@ async function summarizeStep(
       keep.push(o);
       continue;
     }
-    const body = summaryBodyOf(m);
-    if (body !== undefined) {
+    const found = summaryBodyOf(m);
+    if (found !== undefined) {
+      // Its file list is rebuilt from the tool calls, not carried as text.
+      const body = stripFileOpsFooter(found);
       // A summary the host kept in its history (a stateful host that applied our compaction).
       previousSummary = previousSummary === undefined ? body : `${previousSummary}\n\n${body}`;
       continue;
