@@ -350,20 +350,25 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
     }
 
     const started = Date.now();
-    emit({
-      type: 'compaction-start',
-      sessionId,
-      reason: r.reason,
-      tokens: r.tokens,
-      threshold: r.threshold,
-      target: settings.target,
-      messages: r.view.messages.length,
-      ...(r.focus !== undefined ? { focus: r.focus } : {}),
-    });
+    let startEmitted = false;
+    const onStart = () => {
+      if (startEmitted) return;
+      startEmitted = true;
+      emit({
+        type: 'compaction-start',
+        sessionId,
+        reason: r.reason,
+        tokens: r.tokens,
+        threshold: r.threshold,
+        target: settings.target,
+        messages: r.view.messages.length,
+        ...(r.focus !== undefined ? { focus: r.focus } : {}),
+      });
+    };
     const reset = resetCalibration(r.calibration);
     const price = priceAfterReset(reset, resolved.calibration);
     const tokensPerChar = tokensPerCharAfterReset(reset, resolved.calibration);
-    const output = await runPipeline({
+    const pipelineInput = (summarizer: typeof resolved.summarizer): Parameters<typeof runPipeline>[0] => ({
       sessionId,
       reason: r.reason,
       focus: r.focus,
@@ -381,7 +386,8 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
       measure: r.measure,
       price,
       tokensPerChar,
-      summarize: (messages, previousSummary) =>
+      onStart,
+      summarize: (messages, previousSummary, roomTokens) =>
         summarize(
           {
             sessionId,
@@ -392,7 +398,8 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
             summarizerContextWindow: settings.summarizerContextWindow,
             timeoutMs: settings.summarizerTimeoutMs,
             tokensPerChar: Math.max(tokensPerChar, resolved.calibration.default / CHARS_PER_TOKEN),
-            summarizer: resolved.summarizer,
+            summarizer,
+            roomTokens,
             breaker,
             onFailure: (reason, consecutiveFailures, error) =>
               emit({ type: 'summarizer-failed', sessionId, reason, consecutiveFailures, ...(error !== undefined ? { error } : {}) }),
@@ -400,6 +407,15 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
           override,
         ),
     });
+    let output: Awaited<ReturnType<typeof runPipeline>>;
+    try {
+      output = await runPipeline(pipelineInput(resolved.summarizer));
+    } catch (error) {
+      // A bug in a compaction step must not send the bloated prompt: report it and compact again
+      // the plainest way (mechanical summary, no summarizer involved).
+      emit({ type: 'error', sessionId, stage: 'compaction', error });
+      output = await runPipeline(pipelineInput(undefined));
+    }
     if (!output.result) return undefined;
     const result: CompactionResult = { ...output.result, durationMs: Date.now() - started };
     if (result.overflow) {

@@ -27,4 +27,5 @@ export type {
 export type { CompactOptions } from './guard.ts';
 export type { PruneOptions } from './config.ts';
 export type { FileOpsConfig } from './compaction/file-ops.ts';
+export { DEFAULT_FILE_OPS } from './compaction/file-ops.ts';
 export { SUMMARY_SECTIONS } from './compaction/prompt.ts';

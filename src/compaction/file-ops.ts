@@ -207,3 +207,25 @@ export function stripFileOpsFooter(summary: string): string {
   const start = end.lastIndexOf(`${FOOTER_OPEN}\n`);
   return start < 0 ? summary : end.slice(0, start).trimEnd();
 }
+
+/**
+ * The file lists of a footer written by {@link renderFileOpsFooter}, or undefined when the summary
+ * has none: a host that keeps the compacted history itself hands the guard its summary back, and
+ * the lists must carry on from it. Lists clipped with "(+N more)" come back without the clipped
+ * paths.
+ */
+export function parseFileOpsFooter(summary: string): FileOps | undefined {
+  const end = summary.trimEnd();
+  if (!end.endsWith(FOOTER_CLOSE)) return undefined;
+  const start = end.lastIndexOf(`${FOOTER_OPEN}\n`);
+  if (start < 0) return undefined;
+  const ops: FileOps = { read: [], modified: [] };
+  for (const line of end.slice(start + FOOTER_OPEN.length + 1, end.length - FOOTER_CLOSE.length).split('\n')) {
+    const match = /^(read|modified): (.*)$/.exec(line.trim());
+    if (!match) continue;
+    const list = (match[2] ?? '').replace(/\s*\(\+\d+ more\)$/, '');
+    const paths = list.split(', ').filter((p) => p.length > 0);
+    ops[match[1] as 'read' | 'modified'] = paths;
+  }
+  return ops;
+}

@@ -13,13 +13,17 @@ import type { CompactionSettings } from '../config.ts';
 import type { GuardMessage } from '../messages.ts';
 import type { PromptFingerprint } from '../state/session.ts';
 import type { Entry } from '../tokens/prompt-measure.ts';
-import { extractFileOps, renderFileOpsFooter, stripFileOpsFooter } from './file-ops.ts';
+import { extractFileOps, parseFileOpsFooter, renderFileOpsFooter, stripFileOpsFooter } from './file-ops.ts';
 import { renderView, type CompactionMemo, type View } from './memo.ts';
 import { continuationMessage, isContinuation, summaryBodyOf, summaryMessage } from './placement.ts';
 import { isProtectedTool, outputChars, PLACEHOLDER, placeholderOutput, toolResultsOf } from './prune.ts';
+import { toolOutputText } from './text.ts';
 import { leadingSystemCount, unitsOf, type Unit } from './structure.ts';
 import type { SummarizeOutcome } from './summarize.ts';
 import type { CompactionReason, CompactionResult, CompactionStep } from './types.ts';
+
+/** A result is truncated only when it exceeds the cap by more than this (the marker costs ~40). */
+const TRUNCATION_MARGIN_CHARS = 200;
 
 /** Fewest characters hard fit leaves of a message or tool output: enough to say what it was. */
 const MIN_KEPT_CHARS = 200;
@@ -46,7 +50,10 @@ export interface PipelineInput {
   price: (chars: number, mediaTokens: number) => number;
   /** Provider tokens per heuristic character (an upper bound of the marginal rate). */
   tokensPerChar: number;
-  summarize: (messages: GuardMessage[], previousSummary: string | undefined) => Promise<SummarizeOutcome>;
+  /** `roomTokens`: what the summary may take under the target, the mechanical digest's bound. */
+  summarize: (messages: GuardMessage[], previousSummary: string | undefined, roomTokens: number) => Promise<SummarizeOutcome>;
+  /** Called once, before the first step that changes the prompt (not at all when none does). */
+  onStart: () => void;
 }
 
 export interface PipelineOutput {
@@ -105,7 +112,13 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
   if (!p.summaryApplies) delete memo.summary;
   const manual = p.reason === 'manual';
   const steps: CompactionStep[] = [];
+  let started = false;
+  const start = () => {
+    if (!started) p.onStart();
+    started = true;
+  };
   const step = (name: CompactionStep) => {
+    start();
     if (steps[steps.length - 1] !== name) steps.push(name);
   };
   const stats = { pruned: 0, truncated: 0, summarized: 0, splitTurn: false, calls: 0, inputTokens: 0, summaryTokens: 0, summary: undefined as string | undefined };
@@ -113,7 +126,8 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
   const render = (): Rendered => {
     const view = renderView(p.input, memo, memo.summary !== undefined, p.hashOf);
     const measured = p.measure(view.messages);
-    return { view, entries: measured.entries, tokens: p.price(measured.chars, measured.mediaTokens) };
+    // A copy: the measurer reuses its arrays on the next measure, and the steps measure other prompts.
+    return { view, entries: measured.entries.slice(), tokens: p.price(measured.chars, measured.mediaTokens) };
   };
   let cur = render();
   const under = () => cur.tokens <= s.target;
@@ -126,13 +140,25 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
   const toolResults = () =>
     cur.view.messages.flatMap((m, i) => ((cur.view.origin[i] ?? -1) >= 0 ? toolResultsOf(m).map((part) => ({ part, index: i })) : []));
 
+  // The irreducible part (system messages, tools, the latest request) over the threshold: no step
+  // can help, so straight to the smallest prompt, the request cut to what room is left.
+  const request = requestIndex(p.input);
+  const irreducible = p.measure(p.input.filter((m, i) => m?.role === 'system' || i === request));
+  if (p.price(irreducible.chars, irreducible.mediaTokens) > p.threshold) {
+    smallestPrompt(p, memo, cur);
+    step('hard-fit');
+    cur = render();
+    return finish(true);
+  }
+
   // 1. Prune.
   if (s.prune) {
     const prune = s.prune;
     const maxChars = Math.max(MIN_KEPT_CHARS, Math.floor(prune.maxToolResultTokens / p.tokensPerChar));
     for (const { part } of toolResults()) {
       if (isProtectedTool(part.toolName, prune.neverPrune) || Object.hasOwn(memo.tools, part.toolCallId)) continue;
-      if (outputChars(part) > maxChars) {
+      // Truncating barely-over results would save less than the marker it adds.
+      if (outputChars(part) > maxChars + TRUNCATION_MARGIN_CHARS) {
         memo.tools[part.toolCallId] = maxChars;
         stats.truncated++;
       }
@@ -150,7 +176,12 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
         if (acc > prune.protectRecentTokens) break;
       }
       const candidates = toolResults().filter(
-        ({ part, index }) => index < protectedFrom && !isProtectedTool(part.toolName, prune.neverPrune) && memo.tools[part.toolCallId] !== PLACEHOLDER,
+        // Errors are small and say what went wrong: they are kept for the summary.
+        ({ part, index }) =>
+          index < protectedFrom &&
+          !isProtectedTool(part.toolName, prune.neverPrune) &&
+          memo.tools[part.toolCallId] !== PLACEHOLDER &&
+          !toolOutputText(part.output).isError,
       );
       const saving = (part: (typeof candidates)[number]['part']) =>
         Math.max(0, outputChars(part) - String((placeholderOutput(part) as { value: string }).value).length) * p.tokensPerChar;
@@ -175,7 +206,7 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
 
   // 2. Summarize.
   if (manual || !under()) {
-    const summarized = await summarizeStep({ ...p, settings: s }, memo, cur, messageTokens, stats);
+    const summarized = await summarizeStep({ ...p, settings: s, onStart: start }, memo, cur, messageTokens, stats);
     if (summarized) {
       step(summarized);
       cur = render();
@@ -225,14 +256,15 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
   }
 
   // 4. The smallest prompt: system messages and the latest request, nothing else.
-  let overflow = false;
   if (cur.tokens > p.threshold) {
     smallestPrompt(p, memo, cur);
     step('hard-fit');
     cur = render();
-    overflow = cur.tokens > p.threshold;
   }
+  return finish(cur.tokens > p.threshold);
 
+  /** The output; an overflow when even the smallest prompt is over the threshold (or had to be cut). */
+  function finish(overflow: boolean): PipelineOutput {
   if (steps.length === 0) return { memo: p.memo, view: cur.view, tokens: cur.tokens, result: undefined };
   memo.compactions = p.memo.compactions + 1;
   return {
@@ -259,6 +291,7 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
       overflow,
     },
   };
+  }
 }
 
 /**
@@ -307,7 +340,15 @@ async function summarizeStep(
   const firstUser = p.input.findIndex((m) => m?.role === 'user');
   const keep = memo.summary ? [...memo.summary.keep] : origin.slice(0, from).filter((o) => o >= 0);
   const toSummarize: GuardMessage[] = [];
+  let summarizedTokens = 0;
   let previousSummary = memo.summary?.text;
+  let previousFileOps = memo.summary?.fileOps;
+  // The summarizer reads the messages as the host wrote them, not the placeholders and truncations
+  // of earlier prunes (its transcript clips each tool result on its own): what was pruned to save
+  // context is still worth a line in the summary, errors above all.
+  const unedited = Object.keys(memo.tools).length + Object.keys(memo.clips).length > 0
+    ? renderView(p.input, { ...memo, tools: {}, clips: {} }, memo.summary !== undefined, p.hashOf).messages
+    : messages;
   for (let i = from; i < cut; i++) {
     const m = messages[i] as GuardMessage;
     const o = origin[i] ?? -1;
@@ -319,6 +360,7 @@ async function summarizeStep(
     if (found !== undefined) {
       // Its file list is rebuilt from the tool calls, not carried as text.
       const body = stripFileOpsFooter(found);
+      previousFileOps ??= parseFileOpsFooter(found);
       // A summary the host kept in its history (a stateful host that applied our compaction).
       previousSummary = previousSummary === undefined ? body : `${previousSummary}\n\n${body}`;
       continue;
@@ -333,12 +375,16 @@ async function summarizeStep(
       keep.push(o);
       continue;
     }
-    toSummarize.push(m);
+    toSummarize.push(unedited[i] ?? m);
+    summarizedTokens += messageTokens(i);
   }
   if (toSummarize.length === 0) return undefined;
 
-  const outcome = await p.summarize(toSummarize, previousSummary);
-  const fileOps = s.fileOps ? extractFileOps(toSummarize, s.fileOps, memo.summary?.fileOps) : undefined;
+  p.onStart();
+  // The digest may fill most of the room the summarized messages leave under the target; the rest
+  // is for the summary's framing and the continuation.
+  const outcome = await p.summarize(toSummarize, previousSummary, 0.75 * (s.target - (cur.tokens - summarizedTokens)) - 200 * p.tokensPerChar);
+  const fileOps = s.fileOps ? extractFileOps(toSummarize, s.fileOps, previousFileOps) : undefined;
   const footer = fileOps ? renderFileOpsFooter(fileOps) : '';
   const text = outcome.text.trim();
   const body = footer ? `${text}\n\n${footer}` : text;
@@ -391,7 +437,8 @@ function smallestPrompt(p: PipelineInput, memo: CompactionMemo, cur: Rendered): 
     const requestChars = viewIndex >= 0 ? (cur.entries[viewIndex]?.chars ?? 0) : 0;
     const rest = renderView(p.input, { ...memo, summary: { ...memo.summary, keep: systems } }, true, p.hashOf);
     const fixed = p.measure(rest.messages);
-    const room = (p.threshold - p.price(fixed.chars, fixed.mediaTokens)) / p.tokensPerChar;
+    // Less the clip marker and the message's own framing.
+    const room = (p.threshold - p.price(fixed.chars, fixed.mediaTokens)) / p.tokensPerChar - 100;
     if (requestChars === 0 || requestChars > room) memo.clips[String(p.hashOf(request))] = Math.max(MIN_KEPT_CHARS, Math.floor(room));
   }
 }

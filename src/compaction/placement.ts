@@ -24,17 +24,18 @@ export function summaryMessage(body: string): UserMessage {
 export function continuationMessage(request: GuardMessage | undefined): UserMessage {
   const text = request?.role === 'user' ? userContentText(request.content).trim() : '';
   const quote = text ? `The user's current request, quoted:\n"""\n${clipMiddle(text, MAX_REQUEST_QUOTE_CHARS)}\n"""\n` : '';
-  return {
-    role: 'user',
-    content: `${CONTINUATION_OPEN} ${quote}Continue with it from where the work left off, using the summary above. Do not ask the user to repeat anything.`,
-  };
+  const instruction = `${CONTINUATION_OPEN} ${quote}Continue with it from where the work left off, using the summary above. Do not ask the user to repeat anything.`;
+  // Images and documents of the request cannot be quoted: they come along as they are.
+  const media = request?.role === 'user' && Array.isArray(request.content) ? request.content.filter((p) => p?.type === 'image' || p?.type === 'file') : [];
+  return { role: 'user', content: media.length > 0 ? [{ type: 'text', text: instruction }, ...media] : instruction };
 }
 
 function textOf(message: GuardMessage): string | undefined {
   if (message.role !== 'user') return undefined;
   if (typeof message.content === 'string') return message.content;
   const first = Array.isArray(message.content) ? message.content[0] : undefined;
-  return message.content.length === 1 && first?.type === 'text' ? first.text : undefined;
+  // A continuation carries the request's media after its text part.
+  return first?.type === 'text' ? first.text : undefined;
 }
 
 /** The summary text inside a summary message (as the guard writes it), or undefined for any other message. */

@@ -61,6 +61,11 @@ export interface SummarizeRequest {
   /** Provider tokens per character of plain text (calibrated), to size prompts and answers. */
   tokensPerChar: number;
   summarizer: Summarizer | undefined;
+  /**
+   * Room under the compaction target for the summary. The mechanical digest may use it: the more
+   * message lines it keeps, the less history a failed summarizer costs.
+   */
+  roomTokens?: number;
   breaker: CircuitBreaker;
   onFailure: (reason: SummarizerFailure, consecutiveFailures: number, error?: unknown) => void;
 }
@@ -201,7 +206,7 @@ export async function summarize(req: SummarizeRequest, override?: string): Promi
             prompt: request.prompt,
             focus: req.focus,
             sessionId: req.sessionId,
-            maxSummaryTokens: stated,
+            maxSummaryTokens: req.maxSummaryTokens,
           },
           req.timeoutMs,
           maxChars,
@@ -218,18 +223,20 @@ export async function summarize(req: SummarizeRequest, override?: string): Promi
     }
     if (!failure) return { text: running ?? '', mechanical: false, calls, inputTokens };
     // The messages from the failed chunk on go to the mechanical digest, on top of the summary so far.
-    return { text: fallbackDigest(chunks.slice(failedAt).flat(), running, maxChars), mechanical: true, calls, inputTokens };
+    return { text: fallbackDigest(chunks.slice(failedAt).flat(), running, maxChars, req), mechanical: true, calls, inputTokens };
   }
   req.onFailure('missing', req.breaker.consecutiveFailures);
-  return { text: fallbackDigest(req.messages, running, maxChars), mechanical: true, calls, inputTokens };
+  return { text: fallbackDigest(req.messages, running, maxChars, req), mechanical: true, calls, inputTokens };
 }
 
 /**
  * The mechanical digest of `messages` after `previous`, bounded: the previous summary (clipped to
  * the summary budget if a chain of fallbacks grew it) plus the most recent message lines, within
- * 1.5 × the budget, so that repeated failures cannot make the summary outgrow the prompt.
+ * the room under the target (at least 1.5 × the summary budget), so that repeated failures cannot
+ * make the summary outgrow the prompt. Lines that do not fit are counted in the digest.
  */
-function fallbackDigest(messages: GuardMessage[], previous: string | undefined, maxChars: number): string {
+function fallbackDigest(messages: GuardMessage[], previous: string | undefined, maxChars: number, req: SummarizeRequest): string {
   const previousSummary = previous !== undefined && previous.length > maxChars ? clipMiddle(previous, maxChars) : previous;
-  return mechanicalSummary(messages, { previousSummary, maxChars: Math.floor(maxChars * 1.5) });
+  const room = req.roomTokens !== undefined && req.roomTokens > 0 ? req.roomTokens / req.tokensPerChar : 0;
+  return mechanicalSummary(messages, { previousSummary, maxChars: Math.floor(Math.max(maxChars * 1.5, room)) });
 }

@@ -23,7 +23,10 @@ export interface SummarizerInput {
   /** Aborted at `summarizerTimeoutMs`: pass it to the model call. */
   signal: AbortSignal;
   sessionId: string;
-  /** The summary's budget in tokens; a longer answer is rejected and the mechanical fallback used. */
+  /**
+   * The summary's budget in tokens: a longer answer is rejected and the mechanical fallback used.
+   * The instructions ask for 80% of it, since models overshoot a little.
+   */
   maxSummaryTokens: number;
 }
 
@@ -34,7 +37,7 @@ export interface SummarizerInput {
  *
  * ```ts
  * summarizer: ({ instructions, prompt, signal }) =>
- *   generateText({ model, system: instructions, prompt, abortSignal: signal })
+ *   generateText({ model, instructions, prompt, abortSignal: signal })
  * ```
  */
 export type Summarizer = (input: SummarizerInput) => string | { text: string } | Promise<string | { text: string }>;
