@@ -111,8 +111,11 @@ export interface CompactionEndEvent extends SessionEvent, CompactionResult {
 /** The summarizer failed and the mechanical digest took its place (for this chunk and the rest). */
 export interface SummarizerFailedEvent extends SessionEvent {
   type: 'summarizer-failed';
-  /** `circuit-open`: skipped after repeated failures, without calling it. */
-  reason: 'error' | 'timeout' | 'empty' | 'too-large' | 'circuit-open' | 'missing';
+  /**
+   * `circuit-open`: skipped after repeated failures, without calling it; `missing`: no summarizer
+   * is configured; `no-room`: the instructions alone would fill the summarizer's window.
+   */
+  reason: 'error' | 'timeout' | 'empty' | 'too-large' | 'circuit-open' | 'missing' | 'no-room';
   error?: unknown;
   /** Consecutive failures so far (the circuit breaker's count). */
   consecutiveFailures: number;

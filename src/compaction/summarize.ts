@@ -16,7 +16,10 @@ export const SUMMARIZER_INPUT_SHARE = 0.8;
 /** The budget told to the model, below the one enforced, since models overshoot a little. */
 const STATED_BUDGET_SHARE = 0.8;
 
-export type SummarizerFailure = 'error' | 'timeout' | 'empty' | 'too-large' | 'circuit-open' | 'missing';
+export type SummarizerFailure = 'error' | 'timeout' | 'empty' | 'too-large' | 'circuit-open' | 'missing' | 'no-room';
+
+/** Fewest transcript characters worth a summarizer call. */
+const MIN_CHUNK_CHARS = 400;
 
 /** Skips the summarizer for `cooldownMs` after `failures` consecutive failures (per guard). */
 export class CircuitBreaker {
@@ -144,6 +147,10 @@ function chunk(messages: GuardMessage[], budgetChars: number): GuardMessage[][] 
     message = clipToolOutputs(message, options.maxToolResultChars);
     let size = renderTranscript([message], options).length;
     if (size > budgetChars) {
+      // One message larger than a chunk (a long paste, many parallel results): its text and each
+      // of its tool results get a share of the chunk.
+      const results = toolResultsOf(message).length;
+      if (results > 0) message = clipToolOutputs(message, Math.max(100, Math.floor((budgetChars - 200) / results) - 150));
       message = clipMessage(message, Math.max(200, budgetChars - 200));
       size = renderTranscript([message], options).length;
     }
@@ -180,8 +187,13 @@ export async function summarize(req: SummarizeRequest, override?: string): Promi
     // which is at most the summary budget once the first chunk is done.
     const overhead = buildSummaryRequest([], { previousSummary: running, focus: req.focus, maxSummaryTokens: req.maxSummaryTokens }).system.length;
     const fixedChars = overhead + Math.max(running?.length ?? 0, maxChars) + 500;
-    // A tiny window at a high token ratio leaves little room: chunks get small rather than overflow it.
-    const budgetChars = Math.max(400, inputBudgetTokens / req.tokensPerChar - fixedChars);
+    const budgetChars = inputBudgetTokens / req.tokensPerChar - fixedChars;
+    if (budgetChars < MIN_CHUNK_CHARS) {
+      // The instructions and the summary so far already fill the summarizer's window (a tiny window
+      // at a high token ratio): calling it would overflow it.
+      req.onFailure('no-room', req.breaker.consecutiveFailures);
+      return { text: fallbackDigest(req.messages, running, maxChars, req), mechanical: true, calls, inputTokens };
+    }
     const chunks = chunk(req.messages, budgetChars);
     for (let i = 0; i < chunks.length; i++) {
       const now = Date.now();
