@@ -7,6 +7,7 @@ import type { GuardMessage } from '../messages.ts';
 import { mechanicalSummary } from './mechanical.ts';
 import { clipMessage } from './memo.ts';
 import { applyToolEdits, outputChars, toolResultsOf } from './prune.ts';
+import { unitsOf } from './structure.ts';
 import { buildSummaryRequest, DEFAULT_TRANSCRIPT_TOOL_RESULT_CHARS, renderTranscript } from './prompt.ts';
 import { clipMiddle } from './text.ts';
 import type { Summarizer } from './types.ts';
@@ -137,14 +138,15 @@ function clipToolOutputs(message: GuardMessage, maxChars: number): GuardMessage 
   return applyToolEdits(message, edits);
 }
 
-/** Cuts messages into chunks whose rendered transcript fits `budgetChars` (a single message too big is clipped). */
+/**
+ * Cuts messages into chunks whose rendered transcript fits `budgetChars`. A tool call and its
+ * results stay in one chunk when they fit one (the summarizer should see what a call returned);
+ * a single message too big for a chunk is clipped.
+ */
 function chunk(messages: GuardMessage[], budgetChars: number): GuardMessage[][] {
-  const chunks: GuardMessage[][] = [];
-  let current: GuardMessage[] = [];
-  let used = 0;
   const options = { maxToolResultChars: DEFAULT_TRANSCRIPT_TOOL_RESULT_CHARS };
-  for (let message of messages) {
-    message = clipToolOutputs(message, options.maxToolResultChars);
+  const sized = messages.map((original) => {
+    let message = clipToolOutputs(original, options.maxToolResultChars);
     let size = renderTranscript([message], options).length;
     if (size > budgetChars) {
       // One message larger than a chunk (a long paste, many parallel results): its text and each
@@ -154,13 +156,27 @@ function chunk(messages: GuardMessage[], budgetChars: number): GuardMessage[][] 
       message = clipMessage(message, Math.max(200, budgetChars - 200));
       size = renderTranscript([message], options).length;
     }
-    if (used + size > budgetChars && current.length > 0) {
-      chunks.push(current);
-      current = [];
-      used = 0;
+    return { message, size };
+  });
+
+  const chunks: GuardMessage[][] = [];
+  let current: GuardMessage[] = [];
+  let used = 0;
+  for (const unit of unitsOf(messages, 0)) {
+    const items = sized.slice(unit.start, unit.end);
+    const unitSize = items.reduce((n, x) => n + x.size, 0);
+    // A unit that fits a chunk of its own starts one rather than being split across two.
+    const whole = unitSize <= budgetChars;
+    for (const { message, size } of items) {
+      const needed = whole && message === items[0]?.message ? unitSize : size;
+      if (used + needed > budgetChars && current.length > 0) {
+        chunks.push(current);
+        current = [];
+        used = 0;
+      }
+      current.push(message);
+      used += size;
     }
-    current.push(message);
-    used += size;
   }
   if (current.length > 0) chunks.push(current);
   return chunks;
