@@ -122,9 +122,11 @@ export interface SummarizerFailedEvent extends SessionEvent {
 }
 
 /**
- * Even the smallest prompt the guard can build (system messages, tool definitions and the latest
- * user request) is over the threshold; it was sent anyway, since failing the call is the host's
- * decision, not the guard's.
+ * The irreducible part of the prompt (system messages, tool definitions and the latest user
+ * request) is over the threshold. The guard sent the smallest prompt it could: the system messages
+ * and the latest request, the request cut (head and tail kept) to the room left when it alone was
+ * too large. The messages left out are kept in the session's summary for later calls. `tokens` is
+ * the estimate of what was sent: over the threshold only when the system messages and tools alone are.
  */
 export interface OverflowEvent extends SessionEvent {
   type: 'overflow';

@@ -18,6 +18,7 @@ import { renderView, type CompactionMemo, type View } from './memo.ts';
 import { continuationMessage, isContinuation, summaryBodyOf, summaryMessage } from './placement.ts';
 import { isProtectedTool, outputChars, PLACEHOLDER, placeholderOutput, toolResultsOf } from './prune.ts';
 import { toolOutputText } from './text.ts';
+import { mechanicalSummary } from './mechanical.ts';
 import { leadingSystemCount, unitsOf, type Unit } from './structure.ts';
 import type { SummarizeOutcome } from './summarize.ts';
 import type { CompactionReason, CompactionResult, CompactionStep } from './types.ts';
@@ -130,6 +131,7 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
     return { view, entries: measured.entries.slice(), tokens: p.price(measured.chars, measured.mediaTokens) };
   };
   let cur = render();
+  const messagesBefore = cur.view.messages.length;
   const under = () => cur.tokens <= s.target;
   const messageTokens = (i: number) => {
     const e = cur.entries[i];
@@ -145,7 +147,15 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
   const request = requestIndex(p.input);
   const irreducible = p.measure(p.input.filter((m, i) => m?.role === 'system' || i === request));
   if (p.price(irreducible.chars, irreducible.mediaTokens) > p.threshold) {
+    // Nothing else is sent, but what is dropped is still recorded, as a digest on top of the
+    // summary so far, for the next summary to build on once the conversation fits again.
+    const dropped = cur.view.messages.filter((m, i) => (cur.view.origin[i] ?? -1) >= 0 && m.role !== 'system' && cur.view.origin[i] !== request);
+    const previous = memo.summary?.text;
     smallestPrompt(p, memo, cur);
+    if (dropped.length > 0 && memo.summary) {
+      memo.summary.text = mechanicalSummary(dropped, { ...(previous ? { previousSummary: previous } : {}), maxChars: Math.floor(p.settings.maxSummaryTokens / p.tokensPerChar) });
+      stats.summarized = dropped.length;
+    }
     step('hard-fit');
     cur = render();
     return finish(true);
@@ -278,7 +288,7 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
       tokensBefore: p.tokensBefore,
       tokensAfter: Math.ceil(cur.tokens),
       target: Math.floor(s.target),
-      messagesBefore: p.input.length,
+      messagesBefore,
       messagesAfter: cur.view.messages.length,
       ...(stats.summary !== undefined ? { summary: stats.summary } : {}),
       summarizedMessages: stats.summarized,

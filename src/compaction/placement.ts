@@ -22,8 +22,8 @@ export function summaryMessage(body: string): UserMessage {
 
 /** The instruction that follows a summary when the user's latest request is not kept verbatim. */
 export function continuationMessage(request: GuardMessage | undefined): UserMessage {
-  const text = request?.role === 'user' ? userContentText(request.content).trim() : '';
-  const quote = text ? `The user's current request, quoted:\n"""\n${clipMiddle(text, MAX_REQUEST_QUOTE_CHARS)}\n"""\n` : '';
+  const text = request?.role === 'user' ? userContentText(request.content) : '';
+  const quote = text.trim() ? `The user's current request, quoted:\n"""\n${clipMiddle(text, MAX_REQUEST_QUOTE_CHARS)}\n"""\n` : '';
   const instruction = `${CONTINUATION_OPEN} ${quote}Continue with it from where the work left off, using the summary above. Do not ask the user to repeat anything.`;
   // Images and documents of the request cannot be quoted: they come along as they are.
   const media = request?.role === 'user' && Array.isArray(request.content) ? request.content.filter((p) => p?.type === 'image' || p?.type === 'file') : [];

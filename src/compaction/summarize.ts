@@ -199,19 +199,34 @@ export async function summarize(req: SummarizeRequest, override?: string): Promi
   let failedAt = 0;
 
   if (!failure && req.summarizer) {
-    // Room for the transcript: the input budget less the instructions and the running summary,
-    // which is at most the summary budget once the first chunk is done.
+    // Room for the transcript: the input budget less the instructions and the running summary.
+    // The summary is reserved a quarter of the budget (more if it already is longer), not its
+    // whole maximum, which with a small summarizer window would leave tiny chunks; if it grows
+    // past the reservation, the remaining messages are cut again.
     const overhead = buildSummaryRequest([], { previousSummary: running, focus: req.focus, maxSummaryTokens: req.maxSummaryTokens }).system.length;
-    const fixedChars = overhead + Math.max(running?.length ?? 0, maxChars) + 500;
-    const budgetChars = inputBudgetTokens / req.tokensPerChar - fixedChars;
+    const inputChars = inputBudgetTokens / req.tokensPerChar;
+    const budgetFor = (summaryChars: number) =>
+      inputChars - overhead - Math.max(summaryChars, Math.min(maxChars, inputChars / 4)) - 500;
+    let budgetChars = budgetFor(running?.length ?? 0);
     if (budgetChars < MIN_CHUNK_CHARS) {
       // The instructions and the summary so far already fill the summarizer's window (a tiny window
       // at a high token ratio): calling it would overflow it.
       req.onFailure('no-room', req.breaker.consecutiveFailures);
       return { text: fallbackDigest(req.messages, running, maxChars, req), mechanical: true, calls, inputTokens };
     }
-    const chunks = chunk(req.messages, budgetChars);
+    let chunks = chunk(req.messages, budgetChars);
     for (let i = 0; i < chunks.length; i++) {
+      const budget = budgetFor(running?.length ?? 0);
+      if (budget < budgetChars) {
+        if (budget < MIN_CHUNK_CHARS) {
+          failure = 'no-room';
+          req.onFailure('no-room', req.breaker.consecutiveFailures);
+          failedAt = i;
+          break;
+        }
+        budgetChars = budget;
+        chunks = [...chunks.slice(0, i), ...chunk(chunks.slice(i).flat(), budgetChars)];
+      }
       const now = Date.now();
       if (!req.breaker.allows(now)) {
         failure = 'circuit-open';

@@ -78,7 +78,7 @@ export interface CompactionResult {
   summarizerCalls: number;
   summarizerInputTokens: number;
   summaryTokens: number;
-  /** Whether even the smallest possible prompt is over the threshold (see the `overflow` event). */
+  /** Whether the irreducible part was over the threshold and the smallest prompt was sent (see the `overflow` event). */
   overflow: boolean;
   durationMs: number;
 }
