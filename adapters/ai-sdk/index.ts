@@ -1,5 +1,13 @@
-// 'context-guard/ai-sdk': the Vercel AI SDK adapter. The language-model middleware, the compact
-// tool and the summarizer helper land here; until then the entry point re-exports the core so
-// that the package's export map is complete and stable.
+// 'context-guard/ai-sdk': the Vercel AI SDK adapter. One line around any model:
+//   wrapLanguageModel({ model, middleware: contextGuardMiddleware({ contextWindow: 128_000 }) })
+export { contextGuardMiddleware, contextGuardMiddlewareV3 } from './middleware.ts';
+export type { ContextGuardCallOptions, ContextGuardMiddlewareOptions } from './middleware.ts';
+export { compactTool } from './compact-tool.ts';
+export type { CompactToolOptions } from './compact-tool.ts';
+export { aiSdkSummarizer } from './summarizer.ts';
+export { deriveSessionId } from './session-id.ts';
+export { isContextLengthError, promptTokensFromError } from './overflow.ts';
+export { fromGuardMessages, fromGuardMessagesV3, toGuardMessages, toGuardMessagesV3, toGuardTools } from './convert.ts';
+export type { GuardPrompt } from './convert.ts';
 export { createContextGuard } from '../../src/index.ts';
 export type { ContextGuard, ContextGuardOptions, GuardMessage } from '../../src/index.ts';
