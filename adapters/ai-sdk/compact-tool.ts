@@ -1,7 +1,7 @@
 // compactTool: lets the model ask for a compaction itself, say before a new phase of work, with a
 // focus for the summary. The tool only marks the session; the next step's prompt is compacted by
 // the middleware, with the rest of the conversation in view.
-import { tool } from 'ai';
+import { tool, type Tool } from 'ai';
 import { z } from 'zod';
 import type { ContextGuard } from '../../src/index.ts';
 import { deriveSessionId } from './session-id.ts';
@@ -18,7 +18,7 @@ const percent = (f: number) => `${Math.round(f * 100)}%`;
  * An AI SDK tool (`{ focus?: string }`) that schedules a compaction of the current conversation.
  * Pass the middleware (or its guard): `tools: { compact_context: compactTool(middleware) }`.
  */
-export function compactTool(target: ContextGuard | { guard: ContextGuard }, options: CompactToolOptions = {}) {
+export function compactTool(target: ContextGuard | { guard: ContextGuard }, options: CompactToolOptions = {}): Tool<{ focus?: string | undefined }, string> {
   const guard: ContextGuard = 'beforeModel' in target ? target : target.guard;
   const minFraction = options.minFraction ?? 0.2;
   return tool({
