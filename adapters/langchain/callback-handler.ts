@@ -1,0 +1,151 @@
+// ContextGuardCallbackHandler: records the provider's real token counts in the guard, for users who
+// keep their own loop (they call `guard.beforeModel` themselves, then the model with this handler).
+// LangChain reports a chat model's usage in `handleLLMEnd`; the handler is awaited (not run in the
+// background, LangChain's default) so that the next beforeModel already sees this call's count:
+// a backgrounded recording could land after the next estimate and leave calibration one call late.
+// It never throws: a callback that fails must not fail the model call it observes.
+import { BaseCallbackHandler } from '@langchain/core/callbacks/base';
+import type { BaseMessage } from '@langchain/core/messages';
+import type { LLMResult } from '@langchain/core/outputs';
+import type { ContextGuard, ModelUsage } from '../../src/index.ts';
+import { deriveSessionId } from '../ai-sdk/session-id.ts';
+import { toGuardMessages } from './convert.ts';
+
+/** Tag of the guard's own summarizer calls: their usage is not the session's prompt. */
+export const SUMMARIZER_TAG = 'context-guard-summarizer';
+
+/** What the handler knows about a model run when it resolves its session. */
+export interface LLMRunInfo {
+  runId: string;
+  parentRunId?: string;
+  tags: string[];
+  /** The run's metadata; LangGraph copies `thread_id` (and `checkpoint_ns`...) here. */
+  metadata: Record<string, unknown>;
+  /** The messages the chat model received (undefined for a completion LLM). */
+  messages?: BaseMessage[];
+}
+
+export interface ContextGuardCallbackHandlerOptions {
+  /** The guard whose `beforeModel` estimated the call. */
+  guard: ContextGuard;
+  /**
+   * The session the usage belongs to: the id you passed to `beforeModel`, or a function of the run.
+   * Default (or when the function returns nothing): the run's `metadata.thread_id` (set by LangGraph
+   * from `configurable.thread_id`), else an id derived from the conversation's start, as
+   * `withContextGuard` and the AI SDK middleware derive it.
+   */
+  sessionId?: string | ((run: LLMRunInfo) => string | undefined);
+}
+
+const MAX_RUNS = 1_000;
+
+/** Prompt and output tokens of a chat model's result; undefined when the provider reported none. */
+export function usageFromLLMResult(output: LLMResult | undefined): ModelUsage | undefined {
+  const generation = output?.generations?.[0]?.[0] as { message?: { usage_metadata?: unknown } } | undefined;
+  const metadata = generation?.message?.usage_metadata as { input_tokens?: unknown; output_tokens?: unknown } | undefined;
+  // `input_tokens` is the prompt's total, cached tokens included (LangChain's contract for every provider).
+  if (typeof metadata?.input_tokens === 'number') {
+    return { inputTokens: metadata.input_tokens, ...(typeof metadata.output_tokens === 'number' ? { outputTokens: metadata.output_tokens } : {}) };
+  }
+  // Older integrations report only the OpenAI-style totals of the run.
+  const tokenUsage = (output?.llmOutput as { tokenUsage?: { promptTokens?: unknown; completionTokens?: unknown } } | undefined)?.tokenUsage;
+  if (typeof tokenUsage?.promptTokens === 'number') {
+    return { inputTokens: tokenUsage.promptTokens, ...(typeof tokenUsage.completionTokens === 'number' ? { outputTokens: tokenUsage.completionTokens } : {}) };
+  }
+  return undefined;
+}
+
+/**
+ * Records each chat model call's real usage in the guard:
+ *
+ * ```ts
+ * const handler = new ContextGuardCallbackHandler({ guard, sessionId: 'chat-42' });
+ * const { messages } = await guard.beforeModel({ sessionId: 'chat-42', modelId, messages: toGuardMessages(history) });
+ * const reply = await model.invoke(fromGuardMessages(messages), { callbacks: [handler] });
+ * ```
+ *
+ * Runs tagged `context-guard-summarizer` (the guard's own summaries) are skipped.
+ */
+export class ContextGuardCallbackHandler extends BaseCallbackHandler {
+  name = 'ContextGuardCallbackHandler';
+  /** Awaited, so that the next call's estimate already has this call's real count. */
+  override awaitHandlers = true;
+  override raiseError = false;
+  // Only model runs matter: LangChain skips the other events for this handler.
+  override ignoreChain = true;
+  override ignoreAgent = true;
+  override ignoreRetriever = true;
+  override ignoreCustomEvent = true;
+
+  readonly guard: ContextGuard;
+  readonly sessionId: ContextGuardCallbackHandlerOptions['sessionId'];
+  /** Runs seen starting, until they end: what a session function needs. Shared with copies. */
+  readonly runs: Map<string, LLMRunInfo>;
+
+  constructor(options: ContextGuardCallbackHandlerOptions) {
+    super();
+    this.guard = options.guard;
+    this.sessionId = options.sessionId;
+    // LangChain's `copy()` passes the handler itself as the options: the copy shares the runs.
+    this.runs = (options as Partial<ContextGuardCallbackHandler>).runs instanceof Map ? (options as ContextGuardCallbackHandler).runs : new Map();
+  }
+
+  private remember(info: LLMRunInfo): void {
+    // A fixed session id needs nothing from the run.
+    if (typeof this.sessionId === 'string') return;
+    this.runs.set(info.runId, info);
+    if (this.runs.size > MAX_RUNS) this.runs.delete(this.runs.keys().next().value as string);
+  }
+
+  override handleChatModelStart(
+    _llm: unknown,
+    messages: BaseMessage[][],
+    runId: string,
+    parentRunId?: string,
+    _extraParams?: Record<string, unknown>,
+    tags?: string[],
+    metadata?: Record<string, unknown>,
+  ): void {
+    this.remember({ runId, ...(parentRunId ? { parentRunId } : {}), tags: tags ?? [], metadata: metadata ?? {}, messages: messages?.[0] ?? [] });
+  }
+
+  override handleLLMStart(
+    _llm: unknown,
+    _prompts: string[],
+    runId: string,
+    parentRunId?: string,
+    _extraParams?: Record<string, unknown>,
+    tags?: string[],
+    metadata?: Record<string, unknown>,
+  ): void {
+    this.remember({ runId, ...(parentRunId ? { parentRunId } : {}), tags: tags ?? [], metadata: metadata ?? {} });
+  }
+
+  override handleLLMError(_error: unknown, runId: string): void {
+    this.runs.delete(runId);
+  }
+
+  override async handleLLMEnd(output: LLMResult, runId: string, parentRunId?: string, tags?: string[]): Promise<void> {
+    try {
+      const info = this.runs.get(runId) ?? { runId, ...(parentRunId ? { parentRunId } : {}), tags: tags ?? [], metadata: {} };
+      this.runs.delete(runId);
+      if ((tags ?? info.tags).includes(SUMMARIZER_TAG)) return;
+      const sessionId = this.resolveSession(info);
+      if (!sessionId) return;
+      await this.guard.afterModel({ sessionId, usage: usageFromLLMResult(output) ?? null });
+    } catch {
+      // Never into the model call: afterModel reports its own problems as events.
+    }
+  }
+
+  private resolveSession(info: LLMRunInfo): string | undefined {
+    if (typeof this.sessionId === 'string') return this.sessionId;
+    if (typeof this.sessionId === 'function') {
+      const id = this.sessionId(info);
+      if (typeof id === 'string' && id) return id;
+    }
+    const thread = info.metadata['thread_id'];
+    if ((typeof thread === 'string' && thread) || typeof thread === 'number') return String(thread);
+    return info.messages ? deriveSessionId(toGuardMessages(info.messages)) : undefined;
+  }
+}

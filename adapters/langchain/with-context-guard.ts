@@ -1,0 +1,327 @@
+// withContextGuard: a chat model whose every call is guarded. It is a Runnable with the chat model's
+// calling interface (invoke, stream, batch, bindTools, withConfig...): each call's messages are
+// converted to the guard's (convert.ts), estimated and compacted by beforeModel, converted back
+// (untouched messages are the caller's own objects) and sent to the wrapped model; the response's
+// usage_metadata is then recorded by afterModel. No run of its own is created: the wrapped model's
+// run, in the caller's trace, shows exactly the compacted messages the provider received.
+import type { BaseLanguageModelInput } from '@langchain/core/language_models/base';
+import type { BaseChatModelCallOptions, BindToolsInput } from '@langchain/core/language_models/chat_models';
+import { coerceMessageLikeToMessage, HumanMessage, type AIMessageChunk, type BaseMessage, type BaseMessageLike } from '@langchain/core/messages';
+import { ensureConfig, pickRunnableConfigKeys, Runnable, RunnableBinding, type RunnableConfig } from '@langchain/core/runnables';
+import {
+  createContextGuard,
+  resolveModelInfo,
+  type ContextGuard,
+  type ContextGuardOptions,
+  type GuardMessage,
+  type ModelUsage,
+  type ToolDefinition,
+} from '../../src/index.ts';
+import { deriveSessionId } from '../ai-sdk/session-id.ts';
+import { fromGuardMessages, toGuardMessages, toGuardTools } from './convert.ts';
+import { langchainSummarizer, type InvokableChatModel } from './summarizer.ts';
+
+/** Which conversation a call belongs to; see {@link WithContextGuardOptions.sessionId}. */
+export type SessionIdOption = string | ((config: RunnableConfig) => string | undefined);
+
+interface AdapterOptions {
+  /**
+   * The session of every call: a fixed id, or a function of the call's config. Default (or when
+   * the function returns nothing): `config.configurable.thread_id`, else an id derived from the
+   * conversation's start (its system messages and first user message), so two conversations
+   * through one model never share calibration or summaries.
+   */
+  sessionId?: SessionIdOption;
+}
+
+/**
+ * Core options (a new guard: the window defaults to the model's `profile.maxInputTokens`, then to
+ * the registry by the model's name; the summarizer to the model itself), or an existing guard.
+ */
+export type WithContextGuardOptions = (ContextGuardOptions | { guard: ContextGuard }) & AdapterOptions;
+
+/** A model with LangChain's bindTools, as BaseChatModel declares it (optional there). */
+interface ToolBindable<CallOptions extends RunnableConfig, Output> {
+  bindTools?(tools: BindToolsInput[], kwargs?: Partial<CallOptions>): Runnable<BaseLanguageModelInput, Output, CallOptions>;
+}
+
+type AnyRunnable = Runnable<BaseLanguageModelInput, unknown, RunnableConfig>;
+
+interface GuardedFields {
+  guard: ContextGuard;
+  /** The chat model itself (unwrapped from bindings): its bindTools, profile and name. */
+  model: object;
+  /** The binding the caller wrapped (e.g. `model.withConfig(...)`), re-applied around bindTools' result. */
+  binding: RunnableBinding<BaseLanguageModelInput, unknown, RunnableConfig> | undefined;
+  /** What each call invokes: the model, a binding of it, or its bindTools result. */
+  bound: AnyRunnable;
+  tools: ToolDefinition[] | undefined;
+  modelId: string | undefined;
+  sessionId: SessionIdOption | undefined;
+  /** Per session, the config of its latest call: the default summarizer runs under it. */
+  contexts: Map<string, RunnableConfig> | undefined;
+}
+
+const MAX_CONTEXTS = 10_000;
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
+
+/** The model's name, for the registry's window and the media pricing. */
+function modelIdOf(model: object): string | undefined {
+  const m = model as { model?: unknown; modelName?: unknown };
+  return typeof m.model === 'string' && m.model ? m.model : typeof m.modelName === 'string' && m.modelName ? m.modelName : undefined;
+}
+
+/** `profile.maxInputTokens` (LangChain 1.x model profiles); undefined when the model has none. */
+function profileWindow(model: object): number | undefined {
+  try {
+    const window = (model as { profile?: { maxInputTokens?: unknown } }).profile?.maxInputTokens;
+    return typeof window === 'number' && Number.isFinite(window) && window > 0 ? window : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether one of the user's `models` keys names this model (a user override beats the profile). */
+function userModelsCover(modelId: string | undefined, models: Record<string, number> | undefined): boolean {
+  if (!modelId || !models) return false;
+  // The registry's own prefix matching, with a window no built-in entry has as the marker.
+  return Object.keys(models).some((key) => resolveModelInfo(modelId, { [key]: 0.5 })?.contextWindow === 0.5);
+}
+
+function isGuardOption(options: WithContextGuardOptions): options is { guard: ContextGuard } & AdapterOptions {
+  return isObject(options) && 'guard' in options && options.guard !== undefined;
+}
+
+/** The BaseMessages of any chat model input (a string, a prompt value, message-likes). */
+function toBaseMessages(input: BaseLanguageModelInput): BaseMessage[] {
+  if (typeof input === 'string') return [new HumanMessage(input)];
+  if (Array.isArray(input)) return input.map((m) => coerceMessageLikeToMessage(m as BaseMessageLike));
+  if (isObject(input) && typeof (input as { toChatMessages?: unknown }).toChatMessages === 'function') {
+    return (input as { toChatMessages(): BaseMessage[] }).toChatMessages();
+  }
+  throw new TypeError('context-guard: unsupported chat model input');
+}
+
+/** The usage the guard records: input_tokens is the prompt's total, cached tokens included. */
+function usageOf(message: unknown): ModelUsage | null {
+  const u = (message as { usage_metadata?: { input_tokens?: unknown; output_tokens?: unknown } } | undefined)?.usage_metadata;
+  if (typeof u?.input_tokens !== 'number') return null;
+  return { inputTokens: u.input_tokens, ...(typeof u.output_tokens === 'number' ? { outputTokens: u.output_tokens } : {}) };
+}
+
+/**
+ * A chat model guarded by context-guard; created by {@link withContextGuard}. Calls go to the
+ * wrapped model with the compacted messages; `bindTools` returns another guarded model, whose
+ * tool definitions are counted in every estimate.
+ */
+export class GuardedChatModel<CallOptions extends BaseChatModelCallOptions = BaseChatModelCallOptions, Output = AIMessageChunk> extends Runnable<
+  BaseLanguageModelInput,
+  Output,
+  CallOptions
+> {
+  override lc_namespace = ['context_guard', 'langchain'];
+
+  readonly guard: ContextGuard;
+  /** The tool definitions counted with each call (from bindTools). */
+  readonly tools: ToolDefinition[] | undefined;
+  readonly modelId: string | undefined;
+  private readonly fields: GuardedFields;
+
+  static override lc_name(): string {
+    return 'GuardedChatModel';
+  }
+
+  constructor(fields: GuardedFields) {
+    super();
+    this.fields = fields;
+    this.guard = fields.guard;
+    this.tools = fields.tools;
+    this.modelId = fields.modelId;
+  }
+
+  /** The wrapped model's profile (capabilities and `maxInputTokens`). */
+  get profile(): unknown {
+    try {
+      return (this.fields.model as { profile?: unknown }).profile ?? {};
+    } catch {
+      return {};
+    }
+  }
+
+  override getName(suffix?: string): string {
+    const inner = (this.fields.model as { getName?: () => string }).getName?.() ?? 'ChatModel';
+    return `ContextGuard(${inner})${suffix ?? ''}`;
+  }
+
+  override async invoke(input: BaseLanguageModelInput, options?: Partial<CallOptions>): Promise<Output> {
+    const config = ensureConfig(options) as Partial<CallOptions>;
+    const call = await this.prepare(input, config);
+    const response = (await this.fields.bound.invoke(call.input, config)) as Output;
+    if (call.sessionId) await this.guard.afterModel({ sessionId: call.sessionId, usage: usageOf(response) });
+    return response;
+  }
+
+  override async *_streamIterator(input: BaseLanguageModelInput, options?: Partial<CallOptions>): AsyncGenerator<Output> {
+    const config = ensureConfig(options) as Partial<CallOptions>;
+    const call = await this.prepare(input, config);
+    // Usage arrives in parts (Anthropic: input with the first chunk, output with the last): summed,
+    // as LangChain's own chunk concatenation does. A stream abandoned early records nothing.
+    let inputTokens: number | undefined;
+    let outputTokens: number | undefined;
+    for await (const chunk of await this.fields.bound.stream(call.input, config)) {
+      const usage = usageOf(chunk);
+      if (usage) {
+        inputTokens = (inputTokens ?? 0) + usage.inputTokens;
+        if (usage.outputTokens !== undefined) outputTokens = (outputTokens ?? 0) + usage.outputTokens;
+      }
+      yield chunk as Output;
+    }
+    if (call.sessionId) {
+      const usage = inputTokens === undefined ? null : { inputTokens, ...(outputTokens !== undefined ? { outputTokens } : {}) };
+      await this.guard.afterModel({ sessionId: call.sessionId, usage });
+    }
+  }
+
+  /**
+   * Binds tools to the wrapped model (its own bindTools, so provider formats stay its business)
+   * and returns a guarded model that counts them. Throws, as the model would, when it cannot bind tools.
+   */
+  bindTools(tools: BindToolsInput[], kwargs?: Partial<CallOptions>): GuardedChatModel<CallOptions, Output> {
+    const model = this.fields.model as ToolBindable<CallOptions, Output>;
+    if (typeof model.bindTools !== 'function') throw new Error(`context-guard: ${this.getName()} does not support bindTools`);
+    let bound: AnyRunnable = model.bindTools(tools, kwargs) as unknown as AnyRunnable;
+    const binding = this.fields.binding;
+    if (binding) {
+      // Keep the settings of the binding the caller wrapped (as createAgent does for bound models),
+      // but not tools bound there: they would override the new ones.
+      const { tools: _config, ...config } = (binding.config ?? {}) as Record<string, unknown>;
+      const { tools: _kwargs, ...kwargs } = (binding.kwargs ?? {}) as Record<string, unknown>;
+      bound = new RunnableBinding({ bound, config, kwargs, configFactories: binding.configFactories });
+    }
+    return new GuardedChatModel<CallOptions, Output>({ ...this.fields, bound, tools: toGuardTools(tools) });
+  }
+
+  /**
+   * The default summarizer's call runs in this call's context (its trace, its handlers; tagged
+   * `nostream`, it stays out of streamed output, see summarizer.ts), but without the call's model
+   * options (`tools` or `tool_choice` would make it call a tool) and its signal (the guard's
+   * timeout governs the summary).
+   */
+  private rememberContext(sessionId: string, config: Partial<CallOptions>): void {
+    const contexts = this.fields.contexts;
+    if (!contexts) return;
+    const { signal: _signal, timeout: _timeout, ...context } = pickRunnableConfigKeys(config as RunnableConfig) ?? {};
+    contexts.delete(sessionId);
+    contexts.set(sessionId, context);
+    if (contexts.size > MAX_CONTEXTS) contexts.delete(contexts.keys().next().value as string);
+  }
+
+  private sessionOf(config: RunnableConfig, messages: readonly GuardMessage[]): string {
+    const option = this.fields.sessionId;
+    if (typeof option === 'string' && option) return option;
+    if (typeof option === 'function') {
+      try {
+        const id = option(config);
+        if (typeof id === 'string' && id) return id;
+      } catch {
+        // A failing session function falls back to the defaults below.
+      }
+    }
+    const thread = config.configurable?.['thread_id'];
+    if ((typeof thread === 'string' && thread) || typeof thread === 'number') return String(thread);
+    return deriveSessionId(messages);
+  }
+
+  /** The guarded input of one call, and its session; the input as it was when it cannot be read. */
+  private async prepare(input: BaseLanguageModelInput, config: Partial<CallOptions>): Promise<{ input: BaseLanguageModelInput; sessionId?: string }> {
+    let messages: BaseMessage[];
+    try {
+      messages = toBaseMessages(input);
+    } catch {
+      return { input }; // the model reports its own error for an input it cannot take either
+    }
+    let sessionId: string | undefined;
+    try {
+      const guardMessages = toGuardMessages(messages);
+      sessionId = this.sessionOf(config, guardMessages);
+      // Tools passed per call (`invoke(messages, { tools })`) are what the provider receives.
+      const callTools = (config as { tools?: unknown }).tools;
+      const tools = Array.isArray(callTools) ? toGuardTools(callTools) : this.tools;
+      this.rememberContext(sessionId, config);
+      const result = await this.guard.beforeModel({
+        sessionId,
+        messages: guardMessages,
+        ...(this.modelId ? { modelId: this.modelId } : {}),
+        ...(tools ? { tools } : {}),
+      });
+      return { input: fromGuardMessages(result.messages), sessionId };
+    } catch (error) {
+      // A conversion bug must not fail the call: it goes out unguarded, and the guard's onEvent hears of it.
+      try {
+        this.guard.options.onEvent?.({ type: 'error', ...(sessionId ? { sessionId } : {}), stage: 'beforeModel', error });
+      } catch {
+        // onEvent's own failures are not the caller's problem.
+      }
+      return { input: messages, ...(sessionId ? { sessionId } : {}) };
+    }
+  }
+}
+
+/** The model inside bindings (`model.withConfig(...)`), and the outermost binding. */
+function unwrap(model: object): { base: object; binding: RunnableBinding<BaseLanguageModelInput, unknown, RunnableConfig> | undefined; tools: unknown } {
+  let base: object = model;
+  let tools: unknown;
+  const binding = RunnableBinding.isRunnableBinding(model) ? (model as RunnableBinding<BaseLanguageModelInput, unknown, RunnableConfig>) : undefined;
+  while (RunnableBinding.isRunnableBinding(base)) {
+    const b = base as RunnableBinding<BaseLanguageModelInput, unknown, RunnableConfig> & { kwargs?: Record<string, unknown> };
+    // Tools bound before wrapping: in the kwargs, or the config (chat models' bindTools use withConfig).
+    tools ??= b.kwargs?.['tools'] ?? (b.config as Record<string, unknown> | undefined)?.['tools'];
+    base = b.bound;
+  }
+  return { base, binding, tools };
+}
+
+/**
+ * Wraps a LangChain chat model so that every call stays under its context window:
+ *
+ * ```ts
+ * const model = withContextGuard(new ChatOpenAI({ model: 'gpt-4o' }), { contextWindow: 128_000 });
+ * const reply = await model.bindTools(tools).invoke(messages, { configurable: { thread_id: 'chat-42' } });
+ * ```
+ *
+ * The window comes from `contextWindow`, else the model's `profile.maxInputTokens`, else the
+ * built-in registry by the model's name (`model` / `modelName`); never LangChain's 4,097-token
+ * fallback. With `{ guard }`, the guard's own window settings apply. The summarizer defaults to
+ * the wrapped model itself (see `langchainSummarizer`). The result carries its `guard`.
+ */
+export function withContextGuard<CallOptions extends BaseChatModelCallOptions = BaseChatModelCallOptions, Output = AIMessageChunk>(
+  chatModel: Runnable<BaseLanguageModelInput, Output, CallOptions>,
+  options: WithContextGuardOptions = {},
+): GuardedChatModel<CallOptions, Output> {
+  const { base, binding, tools } = unwrap(chatModel);
+  const modelId = modelIdOf(base);
+  let guard: ContextGuard;
+  let contexts: Map<string, RunnableConfig> | undefined;
+  if (isGuardOption(options)) guard = options.guard;
+  else {
+    const { sessionId: _session, ...core } = options;
+    const contextWindow = core.contextWindow ?? (userModelsCover(modelId, core.models) ? undefined : profileWindow(base));
+    let summarizer = core.summarizer;
+    if (!summarizer) {
+      const known = (contexts = new Map());
+      summarizer = langchainSummarizer(base as InvokableChatModel, { config: ({ sessionId }) => known.get(sessionId) });
+    }
+    guard = createContextGuard({ ...core, ...(contextWindow !== undefined ? { contextWindow } : {}), summarizer });
+  }
+  return new GuardedChatModel<CallOptions, Output>({
+    guard,
+    model: base,
+    binding,
+    bound: chatModel as unknown as AnyRunnable,
+    tools: Array.isArray(tools) ? toGuardTools(tools) : undefined,
+    modelId,
+    sessionId: options.sessionId,
+    contexts,
+  });
+}

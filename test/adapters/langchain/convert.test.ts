@@ -1,0 +1,300 @@
+import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
+import { tool } from '@langchain/core/tools';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { fromGuardMessages, toGuardMessages, toGuardTools } from '../../../adapters/langchain/convert.ts';
+import { clipMessage } from '../../../src/compaction/memo.ts';
+import { continuationMessage, summaryMessage } from '../../../src/compaction/placement.ts';
+import { applyToolEdits, PLACEHOLDER } from '../../../src/compaction/prune.ts';
+import { repairToolPairing } from '../../../src/compaction/structure.ts';
+import { createContextGuard, type GuardMessage } from '../../../src/index.ts';
+import { pairingProblems } from '../../compaction/invariants.ts';
+
+// A 1x1 PNG, padded so that its base64 is far longer than what the image costs.
+const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk' + 'A'.repeat(40_000);
+const PDF = Buffer.from('%PDF-1.4\n1 0 obj << /Type /Pages /Count 2 >> endobj\n%%EOF').toString('base64');
+
+type Obj = Record<string, unknown>;
+
+/** The parts of a guard message, as plain records. */
+const partsOf = (message: GuardMessage | undefined): Obj[] => (message as unknown as { content: Obj[] }).content;
+
+/** A conversation with every message and block shape the adapter reads. */
+function conversation(): BaseMessage[] {
+  return [
+    new SystemMessage({ content: [{ type: 'text', text: 'You are terse.', cache_control: { type: 'ephemeral' } }], id: 'sys' }),
+    new HumanMessage({
+      id: 'h1',
+      content: [
+        { type: 'text', text: 'Look at these.' },
+        { type: 'image_url', image_url: { url: `data:image/png;base64,${PNG}`, detail: 'low' } },
+        { type: 'image', source_type: 'base64', data: PNG, mime_type: 'image/png' },
+        { type: 'image', url: 'https://example.com/cat.jpg' },
+        { type: 'file', mimeType: 'application/pdf', data: PDF },
+        { type: 'file', source_type: 'id', id: 'file-abc' },
+        { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: PDF } },
+        { type: 'file', file: { file_data: `data:application/pdf;base64,${PDF}`, filename: 'r.pdf' } },
+        { type: 'text-plain', text: 'notes.txt says hello', mimeType: 'text/plain' },
+        { type: 'custom_block', value: 42 },
+      ],
+    }),
+    new AIMessage({
+      id: 'a1',
+      content: [
+        { type: 'thinking', thinking: 'Let me read.', signature: 'sig' },
+        { type: 'text', text: 'Reading.' },
+        { type: 'tool_use', id: 'c1', name: 'read_file', input: { path: 'a.ts' } },
+        { type: 'tool_use', id: 'c2', name: 'grep', input: { q: 'x' } },
+      ],
+      tool_calls: [
+        { id: 'c1', name: 'read_file', args: { path: 'a.ts' }, type: 'tool_call' },
+        { id: 'c2', name: 'grep', args: { q: 'x' }, type: 'tool_call' },
+      ],
+      additional_kwargs: { tool_calls: [{ id: 'c1', type: 'function', function: { name: 'read_file', arguments: '{"path":"a.ts"}' } }, { id: 'c2', type: 'function', function: { name: 'grep', arguments: '{"q":"x"}' } }] },
+      response_metadata: { model: 'claude', stop_reason: 'tool_use' },
+      usage_metadata: { input_tokens: 10, output_tokens: 5, total_tokens: 15 },
+    }),
+    new ToolMessage({ content: 'export const a = 1;', tool_call_id: 'c1', id: 't1', name: 'read_file', additional_kwargs: { k: 1 }, response_metadata: { r: 2 } }),
+    // No name: taken from the call it answers.
+    new ToolMessage({ content: 'grep failed', tool_call_id: 'c2', id: 't2', status: 'error', artifact: { raw: true } }),
+    new AIMessage({ content: 'Done.', id: 'a2' }),
+    new HumanMessage('Thanks'),
+  ];
+}
+
+describe('toGuardMessages / fromGuardMessages', () => {
+  it('maps every unchanged message back to the very same BaseMessage', () => {
+    const messages = conversation();
+    const guard = toGuardMessages(messages);
+    expect(guard.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'tool', 'assistant', 'user']);
+    const back = fromGuardMessages(guard);
+    expect(back).toHaveLength(messages.length);
+    back.forEach((m, i) => expect(m).toBe(messages[i]));
+    // A copy of the array (as beforeModel returns) changes nothing.
+    fromGuardMessages(guard.slice()).forEach((m, i) => expect(m).toBe(messages[i]));
+  });
+
+  it('converts each BaseMessage once: the same guard message while its content is the same', () => {
+    const messages = conversation();
+    const first = toGuardMessages(messages);
+    const second = toGuardMessages(messages);
+    second.forEach((m, i) => expect(m).toBe(first[i]));
+    // A replaced field is noticed.
+    const human = messages[6] as HumanMessage;
+    human.content = 'Thanks a lot';
+    const third = toGuardMessages(messages);
+    expect(third[6]).not.toBe(first[6]);
+    expect(third[6]).toMatchObject({ role: 'user', content: 'Thanks a lot' });
+  });
+
+  it('reads system content arrays as text', () => {
+    const [system] = toGuardMessages(conversation());
+    expect(system).toMatchObject({ role: 'system', content: 'You are terse.' });
+  });
+
+  it('turns media blocks of every spelling into image and file parts', () => {
+    const [text, imageUrl, v0Image, v1Url, v1File, v0Id, anthropicDoc, openaiFile, textPlain, custom] = partsOf(toGuardMessages(conversation())[1]);
+    expect(text).toEqual({ type: 'text', text: 'Look at these.' });
+    expect(imageUrl).toMatchObject({ type: 'image', mediaType: 'image/png', providerOptions: { openai: { imageDetail: 'low' } } });
+    expect(String(imageUrl?.image)).toMatch(/^data:image\/png;base64,/);
+    expect(v0Image).toMatchObject({ type: 'image', image: PNG, mediaType: 'image/png' });
+    expect(v1Url).toMatchObject({ type: 'image', image: 'https://example.com/cat.jpg', mediaType: 'image/*' });
+    expect(v1File).toMatchObject({ type: 'file', data: PDF, mediaType: 'application/pdf' });
+    expect(v0Id).toMatchObject({ type: 'file', data: 'file-id:file-abc', mediaType: 'application/octet-stream' });
+    expect(anthropicDoc).toMatchObject({ type: 'file', data: PDF, mediaType: 'application/pdf' });
+    expect(openaiFile).toMatchObject({ type: 'file', mediaType: 'application/pdf', filename: 'r.pdf' });
+    expect(textPlain).toEqual({ type: 'text', text: 'notes.txt says hello' });
+    expect(custom).toEqual({ type: 'custom_block', value: 42 });
+  });
+
+  it('prices images by what providers charge, not by their base64', async () => {
+    const guard = createContextGuard({ contextWindow: 128_000 });
+    const image = (block: Obj) => [new HumanMessage({ content: [{ type: 'text', text: 'What is this?' }, block] as HumanMessage['content'] })];
+    const variants = [
+      { type: 'image_url', image_url: { url: `data:image/png;base64,${PNG}` } },
+      { type: 'image_url', image_url: `data:image/png;base64,${PNG}` },
+      { type: 'image', source_type: 'base64', data: PNG, mime_type: 'image/png' },
+      { type: 'image', data: PNG, mimeType: 'image/png' },
+      { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG } },
+      { type: 'input_image', image_url: `data:image/png;base64,${PNG}`, detail: 'high' },
+    ];
+    for (const [i, block] of variants.entries()) {
+      const r = await guard.beforeModel({ sessionId: `img-${i}`, modelId: 'gpt-4o', messages: toGuardMessages(image(block)) });
+      // 40,000 base64 characters would be 10,000+ tokens; a 1x1 image costs a few hundred at most.
+      expect(r.tokens, JSON.stringify(block).slice(0, 60)).toBeLessThan(1_000);
+    }
+  });
+
+  it('reads AI messages: reasoning, text, and each tool call once (tool_use blocks repeat tool_calls)', () => {
+    const ai = partsOf(toGuardMessages(conversation())[2]);
+    expect(ai.map((p) => p.type)).toEqual(['reasoning', 'text', 'tool-call', 'tool-call']);
+    expect(ai[0]).toEqual({ type: 'reasoning', text: 'Let me read.' });
+    expect(ai[2]).toEqual({ type: 'tool-call', toolCallId: 'c1', toolName: 'read_file', input: { path: 'a.ts' } });
+  });
+
+  it('reads a tool call that lives only in the content as a call, so its result stays paired', () => {
+    const messages = [
+      new HumanMessage('hi'),
+      new AIMessage({ content: [{ type: 'tool_use', id: 'only', name: 'ls', input: {} }] }),
+      new ToolMessage({ content: 'a b c', tool_call_id: 'only' }),
+    ];
+    const guard = toGuardMessages(messages);
+    expect(pairingProblems(guard)).toEqual([]);
+    expect(partsOf(guard[2])[0]).toMatchObject({ toolName: 'ls' });
+    expect(repairToolPairing(guard).orphanResults).toBe(0);
+  });
+
+  it('reads tool messages: name from the call, error status, content arrays', () => {
+    const guard = toGuardMessages(conversation());
+    expect(guard[3]).toMatchObject({ role: 'tool', content: [{ toolCallId: 'c1', toolName: 'read_file', output: { type: 'text', value: 'export const a = 1;' } }] });
+    expect(guard[4]).toMatchObject({ role: 'tool', content: [{ toolCallId: 'c2', toolName: 'grep', output: { type: 'error-text', value: 'grep failed' } }] });
+    const [, , media] = toGuardMessages([
+      new AIMessage({ content: '', tool_calls: [{ id: 's', name: 'shot', args: {} }] }),
+      new ToolMessage({ content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }], tool_call_id: 's' }),
+      new ToolMessage({ content: [{ type: 'text', text: 'see' }, { type: 'image', data: PNG, mimeType: 'image/png' }], tool_call_id: 's' }),
+    ]);
+    expect(toGuardMessages([new AIMessage({ content: '', tool_calls: [{ id: 's', name: 'shot', args: {} }] }), new ToolMessage({ content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }], tool_call_id: 's' })])[1]).toMatchObject({
+      content: [{ output: { type: 'text', value: 'a\nb' } }],
+    });
+    expect(media).toMatchObject({ content: [{ output: { type: 'content', value: [{ type: 'text', text: 'see' }, { type: 'image-data', data: PNG, mediaType: 'image/png' }] } }] });
+  });
+});
+
+describe('fromGuardMessages: what the guard wrote or edited', () => {
+  it('a pruned tool output becomes a ToolMessage with the same id, name, call id and metadata', () => {
+    const messages = conversation();
+    const guard = toGuardMessages(messages);
+    const pruned = applyToolEdits(guard[3] as GuardMessage, { c1: PLACEHOLDER });
+    expect(pruned).not.toBe(guard[3]);
+    const [tool] = fromGuardMessages([pruned]) as ToolMessage[];
+    expect(tool).toBeInstanceOf(ToolMessage);
+    expect(tool).not.toBe(messages[3]);
+    expect(tool).toMatchObject({ id: 't1', name: 'read_file', tool_call_id: 'c1', additional_kwargs: { k: 1 }, response_metadata: { r: 2 } });
+    expect(String(tool?.content)).toMatch(/removed/);
+    // The error result keeps its status and artifact when edited.
+    const [error] = fromGuardMessages([applyToolEdits(guard[4] as GuardMessage, { c2: 5 })]) as ToolMessage[];
+    expect(error).toMatchObject({ id: 't2', tool_call_id: 'c2', status: 'error', artifact: { raw: true } });
+    expect(error?.name).toBeUndefined();
+  });
+
+  it('an unanswered tool call becomes a note: the AIMessage keeps its id and metadata and loses only that call', () => {
+    const messages = conversation().slice(0, 4); // c2 has no result
+    const guard = toGuardMessages(messages);
+    const repaired = repairToolPairing(guard);
+    expect(repaired.unansweredCalls).toBe(1);
+    const back = fromGuardMessages(repaired.messages);
+    expect(back[0]).toBe(messages[0]);
+    expect(back[1]).toBe(messages[1]);
+    expect(back[3]).toBe(messages[3]);
+    const ai = back[2] as AIMessage;
+    expect(ai).toBeInstanceOf(AIMessage);
+    expect(ai).not.toBe(messages[2]);
+    expect(ai.id).toBe('a1');
+    expect(ai.response_metadata).toEqual({ model: 'claude', stop_reason: 'tool_use' });
+    expect(ai.usage_metadata).toEqual({ input_tokens: 10, output_tokens: 5, total_tokens: 15 });
+    expect(ai.tool_calls).toEqual([(messages[2] as AIMessage).tool_calls?.[0]]);
+    // Raw OpenAI calls and Anthropic tool_use blocks of the removed call are gone; the kept call's stay.
+    expect((ai.additional_kwargs.tool_calls as Array<{ id: string }>).map((c) => c.id)).toEqual(['c1']);
+    const blocks = ai.content as Obj[];
+    expect(blocks.filter((b) => b.type === 'tool_use').map((b) => b.id)).toEqual(['c1']);
+    // The signed thinking block is the original object; the note is text.
+    expect(blocks[0]).toBe(((messages[2] as AIMessage).content as Obj[])[0]);
+    expect(blocks.some((b) => b.type === 'text' && /c2/.test(String(b.text)))).toBe(true);
+    // Back through the converter, the rebuilt conversation is valid.
+    expect(pairingProblems(toGuardMessages(back))).toEqual([]);
+  });
+
+  it('an AIMessage with string content and a removed call keeps string content', () => {
+    const messages = [new HumanMessage('go'), new AIMessage({ content: 'Calling.', id: 'x', tool_calls: [{ id: 'lost', name: 'ls', args: {} }] })];
+    const back = fromGuardMessages(repairToolPairing(toGuardMessages(messages)).messages);
+    const ai = back[1] as AIMessage;
+    expect(ai.tool_calls).toEqual([]);
+    expect(typeof ai.content).toBe('string');
+    expect(ai.content).toMatch(/^Calling\.\n\[Tool call ls \(lost\)/);
+    expect(ai.id).toBe('x');
+  });
+
+  it('an orphan tool result becomes a HumanMessage', () => {
+    const messages = [new HumanMessage('go'), new ToolMessage({ content: 'stray output', tool_call_id: 'gone', id: 'stray' })];
+    const repaired = repairToolPairing(toGuardMessages(messages));
+    expect(repaired.orphanResults).toBe(1);
+    const back = fromGuardMessages(repaired.messages);
+    expect(back[0]).toBe(messages[0]);
+    expect(back[1]).toBeInstanceOf(HumanMessage);
+    expect(String(back[1]?.content)).toMatch(/stray output/);
+  });
+
+  it('a summary becomes a HumanMessage, the same object for the same guard message', () => {
+    const summary = summaryMessage('The user wants a report.');
+    const [first] = fromGuardMessages([summary]);
+    const [again] = fromGuardMessages([summary]);
+    expect(first).toBeInstanceOf(HumanMessage);
+    expect(first).toBe(again);
+    expect(String(first?.content)).toMatch(/^\[Context Summary\]/);
+    // And back again: the summary's guard message, so its measure is cached.
+    expect(toGuardMessages([first as BaseMessage])[0]).toBe(summary);
+  });
+
+  it('a continuation carries the request media as the original blocks', () => {
+    const messages = conversation();
+    const guard = toGuardMessages(messages);
+    const [continuation] = fromGuardMessages([continuationMessage(guard[1])]);
+    expect(continuation).toBeInstanceOf(HumanMessage);
+    const blocks = continuation?.content as Obj[];
+    const original = (messages[1] as HumanMessage).content as Obj[];
+    expect(blocks[0]?.type).toBe('text');
+    // Every image and file block of the request, as the very objects the host built.
+    expect(blocks.slice(1)).toEqual(original.slice(1, 8));
+    blocks.slice(1).forEach((b, i) => expect(b).toBe(original[i + 1]));
+  });
+
+  it('a clipped message keeps its id and name', () => {
+    const big = new HumanMessage({ content: 'x'.repeat(5_000), id: 'big', name: 'alice' });
+    const [clipped] = fromGuardMessages([clipMessage(toGuardMessages([big])[0] as GuardMessage, 500)]);
+    expect(clipped).toBeInstanceOf(HumanMessage);
+    expect(clipped).toMatchObject({ id: 'big', name: 'alice' });
+    expect(String(clipped?.content).length).toBeLessThan(1_000);
+  });
+
+  it('messages the guard wrote from scratch become standard LangChain messages', () => {
+    const back = fromGuardMessages([
+      { role: 'system', content: 'sys' },
+      { role: 'user', content: [{ type: 'text', text: 'look' }, { type: 'image', image: `data:image/png;base64,${PNG}`, mediaType: 'image/png' }, { type: 'file', data: 'https://x.test/a.pdf', mediaType: 'application/pdf' }] },
+      { role: 'assistant', content: [{ type: 'reasoning', text: 'hm' }, { type: 'text', text: 'calling' }, { type: 'tool-call', toolCallId: 'n1', toolName: 'ls', input: { dir: '.' } }] },
+      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'n1', toolName: 'ls', output: { type: 'json', value: ['a', 'b'] } }] },
+    ]);
+    expect(back.map((m) => m.type)).toEqual(['system', 'human', 'ai', 'tool']);
+    expect(back[1]?.content).toEqual([
+      { type: 'text', text: 'look' },
+      { type: 'image', data: PNG, mimeType: 'image/png' },
+      { type: 'file', url: 'https://x.test/a.pdf', mimeType: 'application/pdf' },
+    ]);
+    expect(back[2]).toMatchObject({ content: [{ type: 'reasoning', reasoning: 'hm' }, { type: 'text', text: 'calling' }], tool_calls: [{ id: 'n1', name: 'ls', args: { dir: '.' } }] });
+    expect(back[3]).toMatchObject({ tool_call_id: 'n1', name: 'ls', content: '["a","b"]' });
+  });
+});
+
+describe('toGuardTools', () => {
+  const readFile = tool(async ({ path }) => path, { name: 'read_file', description: 'Reads a file.', schema: z.object({ path: z.string().describe('The path') }) });
+
+  it('converts tool() objects, OpenAI and Anthropic dicts and provider built-ins', () => {
+    const tools = [
+      readFile,
+      { type: 'function', function: { name: 'grep', description: 'Searches.', parameters: { type: 'object', properties: { q: { type: 'string' } } } } },
+      { name: 'ls', description: 'Lists.', input_schema: { type: 'object', properties: {} } },
+      { type: 'web_search_preview' },
+    ];
+    const defs = toGuardTools(tools) ?? [];
+    expect(defs[0]).toMatchObject({ name: 'read_file', description: 'Reads a file.', inputSchema: { type: 'object', properties: { path: { type: 'string', description: 'The path' } } } });
+    expect(defs[1]).toEqual({ name: 'grep', description: 'Searches.', inputSchema: { type: 'object', properties: { q: { type: 'string' } } } });
+    expect(defs[2]).toEqual({ name: 'ls', description: 'Lists.', inputSchema: { type: 'object', properties: {} } });
+    expect(defs[3]).toEqual({ name: 'web_search_preview', inputSchema: { type: 'web_search_preview' } });
+  });
+
+  it('caches per list and per tool, so the guard measures each once', () => {
+    const list = [readFile];
+    expect(toGuardTools(list)).toBe(toGuardTools(list));
+    expect(toGuardTools([readFile])?.[0]).toBe(toGuardTools(list)?.[0]);
+    expect(toGuardTools(undefined)).toBeUndefined();
+  });
+});
