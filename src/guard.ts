@@ -29,6 +29,11 @@ export interface BeforeModelInput {
   messages: readonly GuardMessage[];
   /** Function-tool definitions sent with the call; they count toward the prompt. */
   tools?: readonly ToolDefinition[];
+  /**
+   * The model's window as the host knows it (a LangChain model profile's `maxInputTokens`, say).
+   * Used when the `contextWindow` option is not set; wins over `models` and the registry.
+   */
+  contextWindow?: number;
 }
 
 export interface BeforeModelResult {
@@ -129,8 +134,9 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
   }
 
   /** The window of this call, or undefined (reported once per model) when none is known. */
-  function windowFor(sessionId: string, modelId: string | undefined): number | undefined {
+  function windowFor(sessionId: string, modelId: string | undefined, callWindow: number | undefined): number | undefined {
     if (resolved.contextWindow !== undefined) return resolved.contextWindow;
+    if (typeof callWindow === 'number' && Number.isFinite(callWindow) && callWindow > 0) return callWindow;
     const window = modelId ? resolveModelInfo(modelId, resolved.models)?.contextWindow : undefined;
     if (window !== undefined) return window;
     const key = modelId ?? '';
@@ -178,7 +184,7 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
   async function beforeModelLocked(input: BeforeModelInput): Promise<BeforeModelResult> {
     const { sessionId, modelId, tools } = input;
     const hostMessages = input.messages;
-    const contextWindow = windowFor(sessionId, modelId);
+    const contextWindow = windowFor(sessionId, modelId, input.contextWindow);
     const threshold = contextWindow === undefined ? Number.POSITIVE_INFINITY : thresholdOf(sessionId, contextWindow);
 
     const text = await textMeasureFor(sessionId, modelId);

@@ -67,13 +67,13 @@ const MAX_CONTEXTS = 10_000;
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
 
 /** The model's name, for the registry's window and the media pricing. */
-function modelIdOf(model: object): string | undefined {
+export function modelIdOf(model: object): string | undefined {
   const m = model as { model?: unknown; modelName?: unknown };
   return typeof m.model === 'string' && m.model ? m.model : typeof m.modelName === 'string' && m.modelName ? m.modelName : undefined;
 }
 
 /** `profile.maxInputTokens` (LangChain 1.x model profiles); undefined when the model has none. */
-function profileWindow(model: object): number | undefined {
+export function profileWindow(model: object): number | undefined {
   try {
     const window = (model as { profile?: { maxInputTokens?: unknown } }).profile?.maxInputTokens;
     return typeof window === 'number' && Number.isFinite(window) && window > 0 ? window : undefined;
