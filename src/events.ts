@@ -113,9 +113,10 @@ export interface SummarizerFailedEvent extends SessionEvent {
   type: 'summarizer-failed';
   /**
    * `circuit-open`: skipped after repeated failures, without calling it; `missing`: no summarizer
-   * is configured; `no-room`: the instructions alone would fill the summarizer's window.
+   * is configured; `no-room`: the instructions alone would fill the summarizer's window;
+   * `aborted`: the model call's own signal fired (not counted by the circuit breaker).
    */
-  reason: 'error' | 'timeout' | 'empty' | 'too-large' | 'circuit-open' | 'missing' | 'no-room';
+  reason: 'error' | 'timeout' | 'empty' | 'too-large' | 'circuit-open' | 'missing' | 'no-room' | 'aborted';
   error?: unknown;
   /** Consecutive failures so far (the circuit breaker's count). */
   consecutiveFailures: number;

@@ -34,6 +34,11 @@ export interface BeforeModelInput {
    * Used when the `contextWindow` option is not set; wins over `models` and the registry.
    */
   contextWindow?: number;
+  /**
+   * The model call's abort signal. When it fires during a compaction, the summarizer's signal
+   * fires too and the mechanical digest is used, so an aborted call does not wait for a summary.
+   */
+  signal?: AbortSignal;
 }
 
 export interface BeforeModelResult {
@@ -258,8 +263,10 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
     if (contextWindow !== undefined && (est.tokens > threshold || request)) {
       const outcome = await compactLocked({
         sessionId,
-        reason: est.tokens > threshold ? 'threshold' : 'manual',
+        // A requested compaction (the compact tool, an overflow retry) summarizes even when pruning would do.
+        reason: request ? 'manual' : 'threshold',
         focus: request?.focus,
+        signal: input.signal,
         hostMessages,
         view,
         tokens: est.tokens,
@@ -316,6 +323,7 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
     sessionId: string;
     reason: CompactionReason;
     focus: string | undefined;
+    signal: AbortSignal | undefined;
     hostMessages: readonly GuardMessage[];
     view: View;
     tokens: number;
@@ -406,6 +414,7 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
             tokensPerChar: Math.max(tokensPerChar, resolved.calibration.default / CHARS_PER_TOKEN),
             summarizer,
             roomTokens,
+            ...(r.signal ? { signal: r.signal } : {}),
             breaker,
             onFailure: (reason, consecutiveFailures, error) =>
               emit({ type: 'summarizer-failed', sessionId, reason, consecutiveFailures, ...(error !== undefined ? { error } : {}) }),

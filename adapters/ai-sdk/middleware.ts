@@ -112,6 +112,7 @@ function createMiddleware(options: ContextGuardMiddlewareOptions, dialect: Diale
       modelId: model.modelId,
       messages: converted.messages,
       ...(params.tools ? { tools: toGuardTools(params.tools as never) } : {}),
+      ...(params.abortSignal ? { signal: params.abortSignal } : {}),
     });
     const prompt = dialect.fromGuard(r.messages, converted);
     return { ...params, prompt } as AnyParams;
@@ -141,7 +142,7 @@ function createMiddleware(options: ContextGuardMiddlewareOptions, dialect: Diale
     if (!retryOnOverflow || !isContextLengthError(error)) return undefined;
     const reported = promptTokensFromError(error);
     if (reported !== undefined) await guard.afterModel({ sessionId: info.sessionId, usage: { inputTokens: reported } });
-    await guard.compact(info.sessionId, { focus: 'the prompt was rejected as too long; keep only what the current task needs' });
+    await guard.compact(info.sessionId);
     return guardParams(info.original, model, info.sessionId);
   }
 

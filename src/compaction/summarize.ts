@@ -17,7 +17,7 @@ export const SUMMARIZER_INPUT_SHARE = 0.8;
 /** The budget told to the model, below the one enforced, since models overshoot a little. */
 const STATED_BUDGET_SHARE = 0.8;
 
-export type SummarizerFailure = 'error' | 'timeout' | 'empty' | 'too-large' | 'circuit-open' | 'missing' | 'no-room';
+export type SummarizerFailure = 'error' | 'timeout' | 'empty' | 'too-large' | 'circuit-open' | 'missing' | 'no-room' | 'aborted';
 
 /** Fewest transcript characters worth a summarizer call. */
 const MIN_CHUNK_CHARS = 400;
@@ -70,6 +70,8 @@ export interface SummarizeRequest {
    * message lines it keeps, the less history a failed summarizer costs.
    */
   roomTokens?: number;
+  /** The model call's own signal: when it fires, the summarizer is aborted and not counted as failing. */
+  signal?: AbortSignal;
   breaker: CircuitBreaker;
   onFailure: (reason: SummarizerFailure, consecutiveFailures: number, error?: unknown) => void;
 }
@@ -105,9 +107,11 @@ async function callOnce(
   input: Omit<Parameters<Summarizer>[0], 'signal'>,
   timeoutMs: number,
   maxChars: number,
+  outer: AbortSignal | undefined,
 ): Promise<string> {
   const controller = new AbortController();
   let timer: ReturnType<typeof setTimeout> | undefined;
+  let onAbort: (() => void) | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
       controller.abort(new Error(`summarizer timed out after ${timeoutMs} ms`));
@@ -115,6 +119,14 @@ async function callOnce(
     }, timeoutMs);
     // A pending summary must not keep a process alive on its own.
     (timer as { unref?: () => void }).unref?.();
+    if (outer) {
+      onAbort = () => {
+        controller.abort(outer.reason);
+        reject(new Failure('aborted'));
+      };
+      if (outer.aborted) onAbort();
+      else outer.addEventListener('abort', onAbort, { once: true });
+    }
   });
   try {
     const answer = await Promise.race([Promise.resolve().then(() => summarizer({ ...input, signal: controller.signal })), timeout]);
@@ -126,6 +138,7 @@ async function callOnce(
     throw error instanceof Failure ? error : new Failure('error', error);
   } finally {
     clearTimeout(timer);
+    if (outer && onAbort) outer.removeEventListener('abort', onAbort);
   }
 }
 
@@ -216,6 +229,12 @@ export async function summarize(req: SummarizeRequest, override?: string): Promi
     }
     let chunks = chunk(req.messages, budgetChars);
     for (let i = 0; i < chunks.length; i++) {
+      if (req.signal?.aborted) {
+        failure = 'aborted';
+        req.onFailure('aborted', req.breaker.consecutiveFailures);
+        failedAt = i;
+        break;
+      }
       const budget = budgetFor(running?.length ?? 0);
       if (budget < budgetChars) {
         if (budget < MIN_CHUNK_CHARS) {
@@ -253,11 +272,13 @@ export async function summarize(req: SummarizeRequest, override?: string): Promi
           },
           req.timeoutMs,
           maxChars,
+          req.signal,
         );
         req.breaker.success();
       } catch (error) {
         const f = error instanceof Failure ? error : new Failure('error', error);
-        req.breaker.failure(Date.now());
+        // The caller gave up: that says nothing about the summarizer's health.
+        if (f.reason !== 'aborted') req.breaker.failure(Date.now());
         failure = f.reason;
         req.onFailure(f.reason, req.breaker.consecutiveFailures, f.detail);
         failedAt = i;

@@ -151,7 +151,11 @@ export function priceAfterReset(state: CalibrationState, c: ResolvedCalibration)
   if (!ref) return (chars, media) => (chars / CHARS_PER_TOKEN) * c.default + media;
   const ratio = ratioCorrection(ref, c);
   const marginal = marginalCorrection(state, c);
-  const invisible = Math.max(0, ref.realTokens - ref.mediaTokens - (ref.chars / CHARS_PER_TOKEN) * marginal);
+  // The invisible part is real − marginal × heuristic, which needs a measured marginal rate: from
+  // a single real count, a dense tokenizer (CJK, a provider counting 3 tokens per 4 characters)
+  // and a hidden system prompt look alike, and reading the former as the latter would price a
+  // compacted prompt as if it could never fit.
+  const invisible = state.growth ? Math.max(0, ref.realTokens - ref.mediaTokens - (ref.chars / CHARS_PER_TOKEN) * marginal) : 0;
   return (chars, media) => Math.max((chars / CHARS_PER_TOKEN) * ratio, invisible + (chars / CHARS_PER_TOKEN) * marginal) + media;
 }
 
