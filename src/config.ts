@@ -5,6 +5,7 @@ import { z } from 'zod';
 import type { AfterCompactHook, BeforeCompactHook, Summarizer } from './compaction/types.ts';
 import type { FileOpsConfig } from './compaction/file-ops.ts';
 import { DEFAULT_FILE_OPS } from './compaction/file-ops.ts';
+import { redactSecrets } from './compaction/redact.ts';
 import type { ContextGuardEvent } from './events.ts';
 import type { StateStore } from './state/store.ts';
 import type { SessionState } from './state/session.ts';
@@ -69,6 +70,7 @@ export const optionsSchema = z.strictObject({
   maxSessions: z.number().int('expected a whole number of sessions').positive('expected at least 1 session').optional(),
   onEvent: z.custom<(event: ContextGuardEvent) => void>(isFunction, 'expected a function').optional(),
   summarizer: z.custom<Summarizer>(isFunction, 'expected a function').optional(),
+  redact: z.union([z.literal(false), z.custom<(text: string) => string>(isFunction)], { error: 'expected false or a function (text: string) => string' }).optional(),
   summarizerContextWindow: positiveTokens.optional(),
   summarizerTimeoutMs: z.number().positive('expected a positive number of milliseconds').optional(),
   retention: z.enum(['keep-recent', 'summarize-all'], { error: "expected 'keep-recent' or 'summarize-all'" }).optional(),
@@ -151,6 +153,12 @@ export interface ContextGuardOptions {
    * Without one (or when it fails) a mechanical digest is used: no model, no history lost.
    */
   summarizer?: Summarizer;
+  /**
+   * Applied to all text sent to the summarizer and to every summary before it is stored (and sent).
+   * Default: {@link redactSecrets}, which masks API keys, tokens, private keys and credentials in
+   * URLs. Pass your own function to change it, or `false` to send and store text as it is.
+   */
+  redact?: false | ((text: string) => string);
   /** The summarizer model's window: its input is kept under 80% of it. Default: the guarded model's window. */
   summarizerContextWindow?: number;
   /** A summarizer call taking longer is aborted (its `signal` fires) and the fallback used. Default 60,000. */
@@ -226,6 +234,8 @@ export interface ResolvedOptions {
   maxSessions: number;
   onEvent: ((event: ContextGuardEvent) => void) | undefined;
   summarizer: Summarizer | undefined;
+  /** The redaction in effect (the identity when turned off). */
+  redact: (text: string) => string;
   summarizerContextWindow: number | undefined;
   summarizerTimeoutMs: number;
   retention: 'keep-recent' | 'summarize-all';
@@ -352,6 +362,7 @@ export function resolveOptions(input: unknown): ResolvedOptions {
     maxSessions: o.maxSessions ?? DEFAULTS.maxSessions,
     onEvent: o.onEvent,
     summarizer: o.summarizer,
+    redact: o.redact === false ? (text: string) => text : (o.redact ?? redactSecrets),
     summarizerContextWindow: o.summarizerContextWindow,
     summarizerTimeoutMs: o.summarizerTimeoutMs ?? DEFAULTS.summarizerTimeoutMs,
     retention: o.retention ?? 'keep-recent',

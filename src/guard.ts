@@ -414,6 +414,7 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
             tokensPerChar: Math.max(tokensPerChar, resolved.calibration.default / CHARS_PER_TOKEN),
             summarizer,
             roomTokens,
+            redact: resolved.redact,
             ...(r.signal ? { signal: r.signal } : {}),
             breaker,
             onFailure: (reason, consecutiveFailures, error) =>

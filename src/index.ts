@@ -29,3 +29,4 @@ export type { PruneOptions } from './config.ts';
 export type { FileOpsConfig } from './compaction/file-ops.ts';
 export { DEFAULT_FILE_OPS } from './compaction/file-ops.ts';
 export { SUMMARY_SECTIONS } from './compaction/prompt.ts';
+export { redactSecrets } from './compaction/redact.ts';

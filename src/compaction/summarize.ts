@@ -10,6 +10,7 @@ import { applyToolEdits, outputChars, toolResultsOf } from './prune.ts';
 import { unitsOf } from './structure.ts';
 import { buildSummaryRequest, DEFAULT_TRANSCRIPT_TOOL_RESULT_CHARS, renderTranscript } from './prompt.ts';
 import { clipMiddle } from './text.ts';
+import { redactMessage } from './redact.ts';
 import type { Summarizer } from './types.ts';
 
 /** Share of the summarizer's window its input may fill; the rest is for its answer. */
@@ -70,6 +71,8 @@ export interface SummarizeRequest {
    * message lines it keeps, the less history a failed summarizer costs.
    */
   roomTokens?: number;
+  /** Applied to everything sent to the summarizer and to the summary it returns. */
+  redact?: (text: string) => string;
   /** The model call's own signal: when it fires, the summarizer is aborted and not counted as failing. */
   signal?: AbortSignal;
   breaker: CircuitBreaker;
@@ -201,6 +204,22 @@ function chunk(messages: GuardMessage[], budgetChars: number): GuardMessage[][] 
  * lost). `override` (from a beforeCompact hook) replaces the summarizer.
  */
 export async function summarize(req: SummarizeRequest, override?: string): Promise<SummarizeOutcome> {
+  const redact = req.redact;
+  if (!redact) return summarizeRaw(req, override);
+  // Redacted on the way in (the summarizer never sees a secret) and on the way out (a summary
+  // written from a hook or by a model that was given one anyway is masked before it is stored).
+  const outcome = await summarizeRaw(
+    {
+      ...req,
+      messages: req.messages.map((m) => redactMessage(m, redact)),
+      ...(req.previousSummary !== undefined ? { previousSummary: redact(req.previousSummary) } : {}),
+    },
+    override,
+  );
+  return { ...outcome, text: redact(outcome.text) };
+}
+
+async function summarizeRaw(req: SummarizeRequest, override?: string): Promise<SummarizeOutcome> {
   const maxChars = req.maxSummaryTokens / req.tokensPerChar;
   if (override !== undefined) return { text: override, mechanical: false, calls: 0, inputTokens: 0 };
 
