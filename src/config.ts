@@ -67,6 +67,7 @@ export const optionsSchema = z.strictObject({
     .enum(['auto', 'off', 'o200k_base', 'cl100k_base'], { error: "expected 'auto', 'off', 'o200k_base' or 'cl100k_base'" })
     .optional(),
   store: storeSchema.optional(),
+  storeTimeoutMs: z.number().positive('expected a positive number of milliseconds').optional(),
   maxSessions: z.number().int('expected a whole number of sessions').positive('expected at least 1 session').optional(),
   onEvent: z.custom<(event: ContextGuardEvent) => void>(isFunction, 'expected a function').optional(),
   summarizer: z.custom<Summarizer>(isFunction, 'expected a function').optional(),
@@ -144,6 +145,11 @@ export interface ContextGuardOptions {
   exactCounting?: 'auto' | 'off' | 'o200k_base' | 'cl100k_base';
   /** Where per-session state lives. Default: an in-memory LRU store of `maxSessions` sessions. */
   store?: StateStore<SessionState>;
+  /**
+   * A store call taking longer fails (a `store-failed` event) and the call goes on with this
+   * process's copy of the session. Default 1,000.
+   */
+  storeTimeoutMs?: number;
   /** Bound of the default in-memory store and of the per-process estimate cache. Default 10,000. */
   maxSessions?: number;
   /** Receives every event (estimates, warnings, ignored usage...). Exceptions it throws are swallowed. */
@@ -231,6 +237,7 @@ export interface ResolvedOptions {
   warnAt: number;
   exactCounting: 'auto' | 'off' | 'o200k_base' | 'cl100k_base';
   store: StateStore<SessionState> | undefined;
+  storeTimeoutMs: number;
   maxSessions: number;
   onEvent: ((event: ContextGuardEvent) => void) | undefined;
   summarizer: Summarizer | undefined;
@@ -359,6 +366,7 @@ export function resolveOptions(input: unknown): ResolvedOptions {
     warnAt: o.warnAt ?? DEFAULTS.warnAt,
     exactCounting: o.exactCounting ?? 'auto',
     store: o.store,
+    storeTimeoutMs: o.storeTimeoutMs ?? 1_000,
     maxSessions: o.maxSessions ?? DEFAULTS.maxSessions,
     onEvent: o.onEvent,
     summarizer: o.summarizer,

@@ -83,6 +83,17 @@ export interface ErrorEvent {
 }
 
 /**
+ * The store threw or did not answer within `storeTimeoutMs`. The call went on with the state this
+ * process last saw (kept in memory); the next successful save brings the store up to date.
+ */
+export interface StoreFailedEvent extends SessionEvent {
+  type: 'store-failed';
+  operation: 'get' | 'set' | 'delete';
+  reason: 'error' | 'timeout';
+  error: unknown;
+}
+
+/**
  * The prompt held tool calls without results or results without calls (which providers reject):
  * an unanswered call became a text note in its assistant message, an orphan result a user message.
  */
@@ -144,6 +155,7 @@ export type ContextGuardEvent =
   | ConfigErrorEvent
   | ConfigWarningEvent
   | ErrorEvent
+  | StoreFailedEvent
   | ToolPairingRepairedEvent
   | CompactionStartEvent
   | CompactionEndEvent

@@ -99,6 +99,16 @@ export interface ContextGuard {
   readonly options: Readonly<ResolvedOptions>;
 }
 
+class StoreTimeout extends Error {
+  constructor(ms: number) {
+    super(`the store did not answer within ${ms} ms`);
+    this.name = 'StoreTimeout';
+  }
+}
+
+/** How far a session has gone: calls seen plus real counts recorded, which only grow. */
+const progress = (state: SessionState): number => state.calls + state.usageRecorded;
+
 const isCount = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n) && n >= 0;
 
 export function createContextGuard(options: ContextGuardOptions = {}): ContextGuard {
@@ -121,21 +131,43 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
     }
   };
 
-  async function load(sessionId: string): Promise<SessionState> {
+  // A shared store (Redis) can fail or stall. The guard then goes on with the state this process
+  // last saw, kept in a bounded in-process copy, and reports it; once the store answers again the
+  // next save brings it up to date. The default in-memory store needs no copy.
+  const shadow = resolved.store ? new MemoryStore<SessionState>({ maxSessions: resolved.maxSessions }) : undefined;
+
+  /** The store's answer, or a `store-failed` report and undefined when it throws or is too slow. */
+  async function withStore<T>(sessionId: string, operation: 'get' | 'set' | 'delete', run: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false }> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
     try {
-      return (await store.get(sessionId)) ?? emptySessionState();
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new StoreTimeout(resolved.storeTimeoutMs)), resolved.storeTimeoutMs);
+        (timer as { unref?: () => void }).unref?.();
+      });
+      return { ok: true, value: await Promise.race([Promise.resolve().then(run), timeout]) };
     } catch (error) {
-      emit({ type: 'error', sessionId, stage: 'store', error });
-      return emptySessionState();
+      emit({ type: 'store-failed', sessionId, operation, reason: error instanceof StoreTimeout ? 'timeout' : 'error', error });
+      return { ok: false };
+    } finally {
+      clearTimeout(timer);
     }
   }
 
+  async function load(sessionId: string): Promise<SessionState> {
+    const got = await withStore(sessionId, 'get', () => store.get(sessionId));
+    const local = shadow ? await shadow.get(sessionId) : undefined;
+    if (!got.ok) return local ?? emptySessionState();
+    const remote = got.value;
+    // After an outage this process may be ahead of the store (it went on alone), or another
+    // process may be: the state with more recorded progress wins.
+    if (local && (!remote || progress(local) > progress(remote))) return local;
+    if (remote && shadow) await shadow.set(sessionId, remote);
+    return remote ?? emptySessionState();
+  }
+
   async function save(sessionId: string, state: SessionState): Promise<void> {
-    try {
-      await store.set(sessionId, state);
-    } catch (error) {
-      emit({ type: 'error', sessionId, stage: 'store', error });
-    }
+    if (shadow) await shadow.set(sessionId, state);
+    await withStore(sessionId, 'set', () => store.set(sessionId, state));
   }
 
   /** The window of this call, or undefined (reported once per model) when none is known. */
@@ -510,8 +542,8 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
 
     async status(sessionId) {
       try {
-        const state = await store.get(sessionId);
-        return state?.status ? { sessionId, ...state.status } : undefined;
+        const state = await load(sessionId);
+        return state.status ? { sessionId, ...state.status } : undefined;
       } catch (error) {
         emit({ type: 'error', sessionId, stage: 'status', error });
         return undefined;
@@ -535,11 +567,8 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
       measurer.forget(sessionId);
       measurer.forget(inputKey(sessionId));
       validUpTo.delete(sessionId);
-      try {
-        await store.delete(sessionId);
-      } catch (error) {
-        emit({ type: 'error', sessionId, stage: 'store', error });
-      }
+      if (shadow) await shadow.delete(sessionId);
+      await withStore(sessionId, 'delete', () => store.delete(sessionId));
     },
   };
 }

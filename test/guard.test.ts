@@ -183,7 +183,8 @@ describe('beforeModel', () => {
     const guard = createContextGuard({ contextWindow: 8_000, store: failing, onEvent: ev.onEvent });
     const r = await guard.beforeModel({ sessionId: 's', messages: [user('hi')] });
     expect(r.messages).toEqual([user('hi')]);
-    expect(ev.of('error').every((e) => e.stage === 'store')).toBe(true);
+    expect(ev.of('error')).toEqual([]);
+    expect(ev.of('store-failed').length).toBeGreaterThan(0);
     await expect(guard.beforeModel(undefined as never)).resolves.toMatchObject({ messages: [] });
     await expect(guard.beforeModel({ sessionId: 's', messages: 'nope' } as never)).resolves.toMatchObject({ messages: [] });
     const weird = [{ role: 'user', content: [{ type: 'mystery', blob: 1n }] }, { role: 'tool', content: null }] as never;
@@ -312,5 +313,65 @@ describe('exact counting', () => {
     const r = await guard.beforeModel({ sessionId: 's', messages: [user('<|endoftext|> and <|im_start|>')] });
     expect(r.tokens).toBeGreaterThan(5);
     expect(ev.of('error')).toHaveLength(0);
+  });
+});
+
+describe('store failures', () => {
+  /** A store that can be switched off (throws) or made slow, over a working in-memory map. */
+  function flakyStore() {
+    const data = new Map<string, SessionState>();
+    const mode = { down: false, slowMs: 0 };
+    const gate = async () => {
+      if (mode.slowMs) await new Promise((r) => setTimeout(r, mode.slowMs));
+      if (mode.down) throw new Error('store down');
+    };
+    const store: StateStore<SessionState> = {
+      get: async (k) => (await gate(), data.get(k)),
+      set: async (k, v) => {
+        await gate();
+        data.set(k, v);
+      },
+      delete: async (k) => {
+        await gate();
+        data.delete(k);
+      },
+    };
+    return { store, data, mode };
+  }
+
+  it('goes on with the in-process state while the store is down, and brings the store up to date after', async () => {
+    const ev = recorder();
+    const { store, data, mode } = flakyStore();
+    const guard = createContextGuard({ contextWindow: 100_000, store, onEvent: ev.onEvent });
+    const first = [userOfTokens(1_000)];
+    await guard.beforeModel({ sessionId: 's', messages: first });
+    await guard.afterModel({ sessionId: 's', usage: { inputTokens: 2_000 } });
+
+    mode.down = true;
+    const grown = [...first, assistant('a'.repeat(4 * 500 - MESSAGE_OVERHEAD_CHARS))];
+    const r = await guard.beforeModel({ sessionId: 's', messages: grown });
+    // Still anchored on the real count the store can no longer give back.
+    expect(ev.last('estimate').method).toBe('anchored');
+    expect(r.tokens).toBeGreaterThanOrEqual(2_000);
+    await guard.afterModel({ sessionId: 's', usage: { inputTokens: 2_600 } });
+    expect(ev.of('store-failed').map((e) => e.operation)).toContain('get');
+    expect(ev.of('store-failed').every((e) => e.reason === 'error')).toBe(true);
+    expect(ev.of('error')).toEqual([]);
+
+    mode.down = false;
+    await guard.beforeModel({ sessionId: 's', messages: [...grown, user('next')] });
+    expect(data.get('s')?.calibration.anchor?.realTokens).toBe(2_600);
+  });
+
+  it('does not wait longer than storeTimeoutMs for a slow store', async () => {
+    const ev = recorder();
+    const { store, mode } = flakyStore();
+    const guard = createContextGuard({ contextWindow: 100_000, store, storeTimeoutMs: 20, onEvent: ev.onEvent });
+    mode.slowMs = 2_000;
+    const started = Date.now();
+    const r = await guard.beforeModel({ sessionId: 's', messages: [user('hi')] });
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(r.messages).toEqual([user('hi')]);
+    expect(ev.of('store-failed').some((e) => e.reason === 'timeout')).toBe(true);
   });
 });
