@@ -119,7 +119,12 @@ export function contextGuardMiddleware(options: ContextGuardAgentMiddlewareOptio
         const messages = (state as { messages: BaseMessage[] }).messages;
         if (!Array.isArray(messages) || messages.length === 0) return undefined;
         const sessionId = sessionOf(runtime, messages);
-        const compacted = await guardMessages(sessionId, shapes.get(sessionId), messages);
+        const shape = shapes.get(sessionId);
+        // Before this process has seen the agent's model in this session (a restored thread), the
+        // window may only be known from the model's profile: wrapModelCall fits that first request,
+        // and this hook compacts the state from the next call on.
+        if (!shape && guard.options.contextWindow === undefined) return undefined;
+        const compacted = await guardMessages(sessionId, shape, messages);
         // A compaction (or a tool-pairing repair) rewrites the state, so that the checkpoint holds
         // what the model sees and the next turn builds on the summary.
         if (!compacted) return undefined;

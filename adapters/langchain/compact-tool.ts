@@ -20,7 +20,8 @@ const percent = (f: number) => `${Math.round(f * 100)}%`;
  * Pass the middleware (or its guard): `tools: [compactTool(middleware), ...]`.
  */
 export function compactTool(target: ContextGuard | { guard: ContextGuard }, options: CompactToolOptions = {}) {
-  const guard: ContextGuard = 'beforeModel' in target ? target : target.guard;
+  // A middleware has hooks named like the guard's methods; what it carries is its `guard`.
+  const guard: ContextGuard = 'guard' in target && target.guard ? target.guard : (target as ContextGuard);
   const minFraction = options.minFraction ?? 0.2;
   return tool(
     async ({ focus }, config) => {
