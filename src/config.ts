@@ -207,7 +207,7 @@ export interface PruneOptions {
   /** Recent tool results within this many tokens are never replaced by a placeholder. Default: `keepRecentTokens`. */
   protectRecentTokens?: number;
   /** Tools whose results are never pruned (they may still be shrunk as a last resort to fit the window). */
-  neverPrune?: string[];
+  neverPrune?: readonly string[];
 }
 
 /** Compaction settings of one call, with every default filled in for its window. */

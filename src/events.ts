@@ -88,7 +88,7 @@ export interface ErrorEvent {
  */
 export interface StoreFailedEvent extends SessionEvent {
   type: 'store-failed';
-  operation: 'get' | 'set' | 'delete';
+  operation: 'get' | 'set' | 'delete' | 'update' | 'lock';
   reason: 'error' | 'timeout';
   error: unknown;
 }

@@ -8,11 +8,11 @@ import { runPipeline } from './compaction/pipeline.ts';
 import { lastUnitStart, repairToolPairing } from './compaction/structure.ts';
 import { CircuitBreaker, summarize } from './compaction/summarize.ts';
 import type { CompactionReason, CompactionResult } from './compaction/types.ts';
-import type { ContextGuardEvent } from './events.ts';
+import type { ContextGuardEvent, StoreFailedEvent } from './events.ts';
 import type { GuardMessage, ToolDefinition } from './messages.ts';
 import { KeyedLock } from './state/lock.ts';
 import { MemoryStore } from './state/memory.ts';
-import { emptySessionState, type CalibrationState, type SessionState, type SessionStatus } from './state/session.ts';
+import { emptySessionState, type CalibrationState, type PendingRequest, type SessionState, type SessionStatus } from './state/session.ts';
 import type { StateStore } from './state/store.ts';
 import { estimate, priceAfterReset, recordRealCount, resetCalibration, tokensPerCharAfterReset } from './tokens/calibration.ts';
 import { CHARACTER_MEASURE, encodingFor, textMeasure, type TextMeasure } from './tokens/exact.ts';
@@ -137,7 +137,7 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
   const shadow = resolved.store ? new MemoryStore<SessionState>({ maxSessions: resolved.maxSessions }) : undefined;
 
   /** The store's answer, or a `store-failed` report and undefined when it throws or is too slow. */
-  async function withStore<T>(sessionId: string, operation: 'get' | 'set' | 'delete', run: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false }> {
+  async function withStore<T>(sessionId: string, operation: StoreFailedEvent['operation'], run: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false }> {
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
       const timeout = new Promise<never>((_, reject) => {
@@ -168,6 +168,27 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
   async function save(sessionId: string, state: SessionState): Promise<void> {
     if (shadow) await shadow.set(sessionId, state);
     await withStore(sessionId, 'set', () => store.set(sessionId, state));
+  }
+
+  /**
+   * Writes what a call changed, applied to the freshest stored state: atomically with a store
+   * that can (another process's update in between is kept), else onto `loaded`.
+   */
+  async function commit(sessionId: string, loaded: SessionState, change: (current: SessionState) => SessionState): Promise<SessionState> {
+    const update = store.update?.bind(store);
+    if (update) {
+      const done = await withStore(sessionId, 'update', () => update(sessionId, (current) => change(current ?? emptySessionState())));
+      if (done.ok) {
+        if (shadow) await shadow.set(sessionId, done.value);
+        return done.value;
+      }
+      const next = change((shadow ? await shadow.get(sessionId) : undefined) ?? loaded);
+      if (shadow) await shadow.set(sessionId, next);
+      return next;
+    }
+    const next = change(loaded);
+    await save(sessionId, next);
+    return next;
   }
 
   /** The window of this call, or undefined (reported once per model) when none is known. */
@@ -218,6 +239,16 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
   /** The host's messages measured on their own (for the memo's fingerprints and hashes). */
   const inputKey = (sessionId: string) => `${sessionId}\u0000input`;
 
+  /** Everything a call works out from the session's state before deciding to compact. */
+  interface Prepared {
+    memo: CompactionMemo | undefined;
+    summaryApplies: boolean;
+    view: View;
+    measured: MeasuredPrompt;
+    extendsAnchor: boolean;
+    est: ReturnType<typeof estimate>;
+  }
+
   async function beforeModelLocked(input: BeforeModelInput): Promise<BeforeModelResult> {
     const { sessionId, modelId, tools } = input;
     const hostMessages = input.messages;
@@ -226,114 +257,156 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
 
     const text = await textMeasureFor(sessionId, modelId);
     const provider = mediaProviderForModel(modelId);
-    let state = await load(sessionId);
-
-    // Re-apply what earlier compactions did to this history (the summary, pruned outputs).
-    let memo = state.memo;
     let hostMeasure: MeasuredPrompt | undefined;
     const measureHost = () => (hostMeasure ??= measurer.measure(inputKey(sessionId), hostMessages, undefined, provider, text));
     const hashOf = (i: number) => measureHost().entries[i]?.hash ?? 0;
-    let summaryApplies = false;
-    if (memo?.summary) {
-      summaryApplies = extendsPrompt(measureHost(), memo.summary.covers);
-      if (!summaryApplies) {
-        // The host's history no longer starts with what the summary covers (a new conversation on
-        // this session id, or a host that stores the compacted history itself): the summary is stale.
-        const { summary: _stale, ...rest } = memo;
-        memo = rest;
-      }
-    }
-    const view = renderView(hostMessages, memo, summaryApplies, hashOf, false);
     const measure = (messages: GuardMessage[]) => measurer.measure(sessionId, messages, tools, provider, text);
-    let measured = measure(view.messages);
 
-    // Tool pairing, checked from where the previous call left it valid: the unchanged prefix
-    // was checked then, so the cost follows what was added.
-    const repaired = repairToolPairing(view.messages, Math.min(validUpTo.get(sessionId) ?? 0, measured.unchanged));
-    validUpTo.delete(sessionId);
-    if (repaired.unansweredCalls + repaired.orphanResults > 0) {
-      emit({ type: 'tool-pairing-repaired', sessionId, unansweredCalls: repaired.unansweredCalls, orphanResults: repaired.orphanResults });
-      view.messages = repaired.messages;
-      measured = measure(view.messages);
-    } else {
-      validUpTo.set(sessionId, lastUnitStart(view.messages));
-      if (validUpTo.size > resolved.maxSessions) validUpTo.delete(validUpTo.keys().next().value as string);
+    /** The prompt this state makes of the host's messages, and its estimate. */
+    const prepare = (state: SessionState): Prepared => {
+      // Re-apply what earlier compactions did to this history (the summary, pruned outputs).
+      let memo = state.memo;
+      let summaryApplies = false;
+      if (memo?.summary) {
+        summaryApplies = extendsPrompt(measureHost(), memo.summary.covers);
+        if (!summaryApplies) {
+          // The host's history no longer starts with what the summary covers (a new conversation
+          // on this session id, or a host that stores the compacted history itself): it is stale.
+          const { summary: _stale, ...rest } = memo;
+          memo = rest;
+        }
+      }
+      const view = renderView(hostMessages, memo, summaryApplies, hashOf, false);
+      let measured = measure(view.messages);
+      // Tool pairing, checked from where the previous call left it valid: the unchanged prefix
+      // was checked then, so the cost follows what was added.
+      const repaired = repairToolPairing(view.messages, Math.min(validUpTo.get(sessionId) ?? 0, measured.unchanged));
+      validUpTo.delete(sessionId);
+      if (repaired.unansweredCalls + repaired.orphanResults > 0) {
+        view.messages = repaired.messages;
+        view.unansweredCalls = repaired.unansweredCalls;
+        view.orphanResults = repaired.orphanResults;
+        measured = measure(view.messages);
+      } else {
+        validUpTo.set(sessionId, lastUnitStart(view.messages));
+        if (validUpTo.size > resolved.maxSessions) validUpTo.delete(validUpTo.keys().next().value as string);
+      }
+      const anchor = state.calibration.anchor;
+      const extendsAnchor = anchor !== undefined && extendsPrompt(measured, anchor.prompt);
+      const response = extendsAnchor ? measured.entries[anchor.prompt.messages] : undefined;
+      const est = estimate(
+        measured,
+        state.calibration,
+        resolved.calibration,
+        extendsAnchor ? { responseChars: response?.message.role === 'assistant' ? response.chars : undefined } : undefined,
+      );
+      return { memo, summaryApplies, view, measured, extendsAnchor, est };
+    };
+    const needsCompaction = (state: SessionState, p: Prepared) => contextWindow !== undefined && (p.est.tokens > threshold || state.compactRequest !== undefined);
+
+    let state = await load(sessionId);
+    let p = prepare(state);
+    if (p.view.unansweredCalls + p.view.orphanResults > 0) {
+      emit({ type: 'tool-pairing-repaired', sessionId, unansweredCalls: p.view.unansweredCalls, orphanResults: p.view.orphanResults });
     }
-    const anchor = state.calibration.anchor;
-    const extendsAnchor = anchor !== undefined && extendsPrompt(measured, anchor.prompt);
-    const response = extendsAnchor ? measured.entries[anchor.prompt.messages] : undefined;
-    const est = estimate(
-      measured,
-      state.calibration,
-      resolved.calibration,
-      extendsAnchor ? { responseChars: response?.message.role === 'assistant' ? response.chars : undefined } : undefined,
-    );
-    const fraction = contextWindow === undefined ? 0 : est.tokens / contextWindow;
-
+    const fraction = contextWindow === undefined ? 0 : p.est.tokens / contextWindow;
     emit({
       type: 'estimate',
       sessionId,
       ...(modelId ? { modelId } : {}),
-      tokens: est.tokens,
-      heuristicTokens: est.heuristicTokens,
-      correction: est.correction,
-      method: est.method,
+      tokens: p.est.tokens,
+      heuristicTokens: p.est.heuristicTokens,
+      correction: p.est.correction,
+      method: p.est.method,
       ...(contextWindow === undefined ? {} : { threshold, contextWindow, fraction }),
-      messages: view.messages.length,
+      messages: p.view.messages.length,
     });
     if (contextWindow !== undefined && fraction >= resolved.warnAt) {
-      emit({ type: 'warning', sessionId, tokens: est.tokens, threshold, contextWindow, fraction, warnAt: resolved.warnAt });
+      emit({ type: 'warning', sessionId, tokens: p.est.tokens, threshold, contextWindow, fraction, warnAt: resolved.warnAt });
     }
 
-    let messages = view.messages;
-    let tokens = est.tokens;
-    let sent: MeasuredPrompt = measured;
-    let extendsSent = extendsAnchor;
-    let calibration = state.calibration;
+    let messages = p.view.messages;
+    let tokens = p.est.tokens;
+    let sent: MeasuredPrompt = p.measured;
+    let extendsSent = p.extendsAnchor;
     let compaction: CompactionResult | undefined;
-    const request = state.compactRequest;
-    if (contextWindow !== undefined && (est.tokens > threshold || request)) {
-      const outcome = await compactLocked({
-        sessionId,
-        // A requested compaction (the compact tool, an overflow retry) summarizes even when pruning would do.
-        reason: request ? 'manual' : 'threshold',
-        focus: request?.focus,
-        signal: input.signal,
-        hostMessages,
-        view,
-        tokens: est.tokens,
-        contextWindow,
-        threshold,
-        memo: memo ?? emptyMemo(),
-        summaryApplies,
-        hashOf,
-        measureHost,
-        measure,
-        calibration: state.calibration,
-      });
-      if (outcome) {
-        messages = outcome.messages;
-        tokens = outcome.tokens;
-        sent = measure(messages);
-        extendsSent = false;
-        memo = outcome.memo;
-        calibration = outcome.calibration;
-        compaction = outcome.result;
+    let compactedMemo: CompactionMemo | undefined;
+    let compactedCalibration: CalibrationState | undefined;
+    let consumedRequest = false;
+    if (contextWindow !== undefined && needsCompaction(state, p)) {
+      // Across processes, one compaction per session at a time: the others wait for its result
+      // and use it (the summary is in the shared state when they read it again).
+      let release: (() => Promise<void>) | undefined;
+      if (store.lock) {
+        const acquired = await acquireCompactionLock(sessionId, async () => {
+          state = await load(sessionId);
+          p = prepare(state);
+          return needsCompaction(state, p);
+        });
+        release = acquired.release;
+        messages = p.view.messages;
+        tokens = p.est.tokens;
+        sent = p.measured;
+        extendsSent = p.extendsAnchor;
+      }
+      try {
+        if (needsCompaction(state, p)) {
+          const request = state.compactRequest;
+          consumedRequest = request !== undefined;
+          const outcome = await compactLocked({
+            sessionId,
+            // A requested compaction (the compact tool, an overflow retry) summarizes even when pruning would do.
+            reason: request ? 'manual' : 'threshold',
+            focus: request?.focus,
+            signal: input.signal,
+            hostMessages,
+            view: p.view,
+            tokens: p.est.tokens,
+            contextWindow,
+            threshold,
+            memo: p.memo ?? emptyMemo(),
+            summaryApplies: p.summaryApplies,
+            hashOf,
+            measureHost,
+            measure,
+            calibration: state.calibration,
+          });
+          if (outcome) {
+            messages = outcome.messages;
+            tokens = outcome.tokens;
+            sent = measure(messages);
+            extendsSent = false;
+            compactedMemo = outcome.memo;
+            compactedCalibration = outcome.calibration;
+            compaction = outcome.result;
+          }
+        }
+      } finally {
+        if (release) await withStore(sessionId, 'lock', release);
       }
     }
 
     const { chars, mediaTokens, toolChars, prompt } = sent;
-    const { compactRequest: _done, memo: _old, ...rest } = state;
-    state = {
-      ...rest,
-      ...(memo ? { memo } : {}),
-      calls: state.calls + 1,
-      calibration: { ...calibration, pending: { chars, mediaTokens, toolChars, prompt, extendsAnchor: extendsSent, estimatedTokens: tokens } },
-      ...(contextWindow === undefined
-        ? {}
-        : { status: { tokens, source: 'estimate' as const, threshold, contextWindow, fraction: tokens / contextWindow } }),
-    };
-    await save(sessionId, state);
+    const pending = { chars, mediaTokens, toolChars, prompt, extendsAnchor: extendsSent, estimatedTokens: tokens };
+    const memoSeen = p.memo;
+    const staleDropped = state.memo?.summary !== undefined && !p.summaryApplies;
+    await commit(sessionId, state, (current) => {
+      const { compactRequest, memo: currentMemo, ...rest } = current;
+      // Our compaction's memo wins; otherwise keep what is stored (another process may have
+      // compacted meanwhile), unless this call found the stored summary stale for its history.
+      const memo = compactedMemo ?? (staleDropped ? memoSeen : currentMemo);
+      const calibration = compactedCalibration ? resetCalibration(current.calibration) : current.calibration;
+      return {
+        ...rest,
+        ...(memo ? { memo } : {}),
+        ...(compactRequest && !consumedRequest ? { compactRequest } : {}),
+        calls: current.calls + 1,
+        calibration: { ...calibration, pending },
+        ...(contextWindow === undefined
+          ? {}
+          : { status: { tokens, source: 'estimate' as const, threshold, contextWindow, fraction: tokens / contextWindow } }),
+      };
+    });
     if (compaction && resolved.afterCompact) {
       try {
         await resolved.afterCompact({ sessionId, result: compaction, messages });
@@ -350,6 +423,34 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
       ...(compaction ? { compaction } : {}),
     };
   }
+
+  /**
+   * Takes the session's compaction lock, waiting while another process holds it. `stillNeeded`
+   * reloads the state: when the holder's compaction already covers this call, there is nothing
+   * left to do. Never waits past the lock's lifetime, and never blocks on a failing store.
+   */
+  async function acquireCompactionLock(sessionId: string, stillNeeded: () => Promise<boolean>): Promise<{ release?: () => Promise<void> }> {
+    const lock = store.lock?.bind(store);
+    if (!lock) return {};
+    const ttl = lockTtlMs();
+    const deadline = Date.now() + ttl;
+    for (let wait = 25; ; wait = Math.min(wait * 2, 500)) {
+      const got = await withStore(sessionId, 'lock', () => lock(sessionId, ttl));
+      if (!got.ok) return {};
+      if (got.value) {
+        // Another process may have finished just before: decide again on the fresh state.
+        if (await stillNeeded()) return { release: got.value };
+        await withStore(sessionId, 'lock', got.value);
+        return {};
+      }
+      if (Date.now() >= deadline) return {};
+      await new Promise((resolve) => setTimeout(resolve, wait));
+      if (!(await stillNeeded())) return {};
+    }
+  }
+
+  /** How long a compaction may hold its lock: every summarizer call of a long compaction, with room. */
+  const lockTtlMs = () => Math.max(30_000, resolved.summarizerTimeoutMs * 3);
 
   interface CompactRequest {
     sessionId: string;
@@ -490,8 +591,27 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
     const inputTokens = usage.inputTokens + (extra as number[]).reduce((a, b) => a + b, 0);
 
     const state = await load(sessionId);
-    const pending = state.calibration.pending;
-    if (!pending) {
+    if (!state.calibration.pending) {
+      emit({ type: 'usage-ignored', sessionId, reason: 'no-request', usage });
+      return;
+    }
+    const tokens = inputTokens + (outputTokens ?? 0);
+    let recorded: PendingRequest | undefined;
+    await commit(sessionId, state, (current) => {
+      // Applied to the freshest state: the request waiting for this count is the stored one.
+      const pending = current.calibration.pending;
+      recorded = pending;
+      if (!pending) return current;
+      return {
+        ...current,
+        usageRecorded: current.usageRecorded + 1,
+        calibration: recordRealCount(current.calibration, pending, inputTokens, outputTokens, resolved.calibration),
+        ...(current.status
+          ? { status: { ...current.status, tokens, source: 'provider' as const, fraction: tokens / current.status.contextWindow } }
+          : {}),
+      };
+    });
+    if (!recorded) {
       emit({ type: 'usage-ignored', sessionId, reason: 'no-request', usage });
       return;
     }
@@ -500,17 +620,8 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
       sessionId,
       inputTokens,
       ...(outputTokens !== undefined ? { outputTokens } : {}),
-      estimatedTokens: pending.estimatedTokens,
-      relativeError: (pending.estimatedTokens - inputTokens) / inputTokens,
-    });
-    const tokens = inputTokens + (outputTokens ?? 0);
-    await save(sessionId, {
-      ...state,
-      usageRecorded: state.usageRecorded + 1,
-      calibration: recordRealCount(state.calibration, pending, inputTokens, outputTokens, resolved.calibration),
-      ...(state.status
-        ? { status: { ...state.status, tokens, source: 'provider' as const, fraction: tokens / state.status.contextWindow } }
-        : {}),
+      estimatedTokens: recorded.estimatedTokens,
+      relativeError: (recorded.estimatedTokens - inputTokens) / inputTokens,
     });
   }
 
@@ -556,7 +667,7 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
         const focus = typeof options?.focus === 'string' && options.focus.trim() ? options.focus.trim() : undefined;
         await lock.run(sessionId, async () => {
           const state = await load(sessionId);
-          await save(sessionId, { ...state, compactRequest: focus !== undefined ? { focus } : {} });
+          await commit(sessionId, state, (current) => ({ ...current, compactRequest: focus !== undefined ? { focus } : {} }));
         });
       } catch (error) {
         emit({ type: 'error', ...(typeof sessionId === 'string' && sessionId ? { sessionId } : {}), stage: 'compact', error });
