@@ -11,7 +11,7 @@ import { createContextGuard, type ContextGuard, type ContextGuardOptions, type S
 import { deriveSessionId } from '../ai-sdk/session-id.ts';
 import { fromGuardMessages, toGuardMessages, toGuardTools } from './convert.ts';
 import { langchainSummarizer, type InvokableChatModel } from './summarizer.ts';
-import { modelIdOf, profileWindow } from './with-context-guard.ts';
+import { modelIdOf, profileWindow, userModelsCover } from './with-context-guard.ts';
 
 /**
  * LangGraph's "remove all messages" id (`REMOVE_ALL_MESSAGES` in @langchain/langgraph), written
@@ -139,7 +139,8 @@ export function contextGuardMiddleware(options: ContextGuardAgentMiddlewareOptio
           tools: toGuardTools(request.tools as unknown[]),
           model,
           modelId,
-          window: profileWindow(model),
+          // A user's `models` entry for this model wins over the profile, as in withContextGuard.
+          window: userModelsCover(modelId, guard.options.models) ? undefined : profileWindow(model),
         };
         const sessionId = sessionOf(request.runtime, request.messages);
         remember(sessionId, shape);

@@ -83,7 +83,7 @@ export function profileWindow(model: object): number | undefined {
 }
 
 /** Whether one of the user's `models` keys names this model (a user override beats the profile). */
-function userModelsCover(modelId: string | undefined, models: Record<string, number> | undefined): boolean {
+export function userModelsCover(modelId: string | undefined, models: Record<string, number> | undefined): boolean {
   if (!modelId || !models) return false;
   // The registry's own prefix matching, with a window no built-in entry has as the marker.
   return Object.keys(models).some((key) => resolveModelInfo(modelId, { [key]: 0.5 })?.contextWindow === 0.5);
