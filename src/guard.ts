@@ -137,7 +137,22 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
   const shadow = resolved.store ? new MemoryStore<SessionState>({ maxSessions: resolved.maxSessions }) : undefined;
 
   /** The store's answer, or a `store-failed` report and undefined when it throws or is too slow. */
+  // Once the store failed during a call, the rest of that call uses the in-process copy at once:
+  // a call waits for a failing store once at most, not once per operation. Calls of one session
+  // never overlap (the session lock), so the mark is per session and cleared by each new call.
+  const storeFailedInCall = new Set<string>();
+  const inCall = <T>(sessionId: string, task: () => Promise<T>): Promise<T> =>
+    lock.run(sessionId, async () => {
+      storeFailedInCall.delete(sessionId);
+      try {
+        return await task();
+      } finally {
+        storeFailedInCall.delete(sessionId);
+      }
+    });
+
   async function withStore<T>(sessionId: string, operation: StoreFailedEvent['operation'], run: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false }> {
+    if (storeFailedInCall.has(sessionId)) return { ok: false };
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
       const timeout = new Promise<never>((_, reject) => {
@@ -146,6 +161,7 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
       });
       return { ok: true, value: await Promise.race([Promise.resolve().then(run), timeout]) };
     } catch (error) {
+      if (resolved.store) storeFailedInCall.add(sessionId);
       emit({ type: 'store-failed', sessionId, operation, reason: error instanceof StoreTimeout ? 'timeout' : 'error', error });
       return { ok: false };
     } finally {
@@ -177,7 +193,12 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
   async function commit(sessionId: string, loaded: SessionState, change: (current: SessionState) => SessionState): Promise<SessionState> {
     const update = store.update?.bind(store);
     if (update) {
-      const done = await withStore(sessionId, 'update', () => update(sessionId, (current) => change(current ?? emptySessionState())));
+      const local = shadow ? await shadow.get(sessionId) : undefined;
+      // After an outage the store may hold less than this process went on with: start from
+      // whichever has recorded more progress, so the calls made meanwhile are not lost.
+      const done = await withStore(sessionId, 'update', () =>
+        update(sessionId, (current) => change(local && (!current || progress(local) > progress(current)) ? local : (current ?? emptySessionState()))),
+      );
       if (done.ok) {
         if (shadow) await shadow.set(sessionId, done.value);
         return done.value;
@@ -433,10 +454,17 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
     const lock = store.lock?.bind(store);
     if (!lock) return {};
     const ttl = lockTtlMs();
-    const deadline = Date.now() + ttl;
+    // A holder that crashed keeps the lock until it expires: waiters give up earlier and compact
+    // on their own (a duplicate summary at worst, never a stalled agent).
+    const deadline = Date.now() + Math.min(ttl, resolved.summarizerTimeoutMs * 2);
     for (let wait = 25; ; wait = Math.min(wait * 2, 500)) {
-      const got = await withStore(sessionId, 'lock', () => lock(sessionId, ttl));
-      if (!got.ok) return {};
+      const attempt = lock(sessionId, ttl);
+      const got = await withStore(sessionId, 'lock', () => attempt);
+      if (!got.ok) {
+        // Given up on (the store stalled): if the lock is granted late, nobody would hold it.
+        attempt.then((release) => release?.()).catch(() => {});
+        return {};
+      }
       if (got.value) {
         // Another process may have finished just before: decide again on the fresh state.
         if (await stillNeeded()) return { release: got.value };
@@ -634,7 +662,7 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
       try {
         if (!sessionId) throw new TypeError('beforeModel: `sessionId` must be a non-empty string');
         if (!Array.isArray(input.messages)) throw new TypeError('beforeModel: `messages` must be an array');
-        return await lock.run(sessionId, () => beforeModelLocked(input));
+        return await inCall(sessionId, () => beforeModelLocked(input));
       } catch (error) {
         emit({ type: 'error', ...(sessionId ? { sessionId } : {}), stage: 'beforeModel', error });
         return { messages: messages.slice(), tokens: 0, threshold: Number.POSITIVE_INFINITY, contextWindow: undefined, fraction: 0 };
@@ -645,7 +673,7 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
       const sessionId = typeof input?.sessionId === 'string' ? input.sessionId : '';
       try {
         if (!sessionId) throw new TypeError('afterModel: `sessionId` must be a non-empty string');
-        await lock.run(sessionId, () => afterModelLocked(input));
+        await inCall(sessionId, () => afterModelLocked(input));
       } catch (error) {
         emit({ type: 'error', ...(sessionId ? { sessionId } : {}), stage: 'afterModel', error });
       }
@@ -665,7 +693,7 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
       try {
         if (typeof sessionId !== 'string' || !sessionId) throw new TypeError('compact: `sessionId` must be a non-empty string');
         const focus = typeof options?.focus === 'string' && options.focus.trim() ? options.focus.trim() : undefined;
-        await lock.run(sessionId, async () => {
+        await inCall(sessionId, async () => {
           const state = await load(sessionId);
           await commit(sessionId, state, (current) => ({ ...current, compactRequest: focus !== undefined ? { focus } : {} }));
         });

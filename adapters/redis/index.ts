@@ -17,7 +17,7 @@ export interface RedisStoreOptions {
   prefix?: string;
   /** Seconds a session's state lives after its last write. Default 7 days; 0 keeps it forever. */
   ttlSeconds?: number;
-  /** Attempts of an update that keeps losing races before it writes anyway. Default 20. */
+  /** Attempts of an update that keeps losing races before it gives up (it then throws; nothing is overwritten). Default 50. */
   maxRetries?: number;
 }
 
@@ -70,7 +70,7 @@ export class RedisStore implements StateStore<SessionState> {
     this.options = options;
     this.prefix = options.prefix ?? 'cg:';
     this.ttlSeconds = options.ttlSeconds ?? 7 * 24 * 3600;
-    this.maxRetries = options.maxRetries ?? 20;
+    this.maxRetries = options.maxRetries ?? 50;
     this.ownsClient = !options.client;
     if (options.client) this.clientPromise = Promise.resolve(options.client);
   }
@@ -82,9 +82,13 @@ export class RedisStore implements StateStore<SessionState> {
       // A command waits for a (re)connection at most one retry; the guard bounds it further with
       // its storeTimeoutMs and goes on with its in-process copy meanwhile.
       const defaults: RedisOptions = { maxRetriesPerRequest: 1, lazyConnect: false };
-      return this.options.url
+      const client = this.options.url
         ? new RedisClass(this.options.url, { ...defaults, ...this.options.redisOptions })
         : new RedisClass({ ...defaults, ...this.options.redisOptions });
+      // Connection errors surface as failed commands (and the guard's store-failed events); without
+      // a listener ioredis would also print every reconnection attempt.
+      client.on('error', () => {});
+      return client;
     });
     return this.clientPromise;
   }
@@ -127,13 +131,11 @@ export class RedisStore implements StateStore<SessionState> {
       const json = JSON.stringify({ v: version + 1, s: next } satisfies Envelope);
       const written = (await client.eval(COMPARE_AND_SET, 1, key, String(version), json, String(this.ttlSeconds))) as number;
       if (written === 1) return next;
-      // Lost the race: another process wrote in between; re-read and apply the change again.
-      if (attempt >= this.maxRetries) {
-        // Under extreme contention, write over whatever is there rather than never finishing.
-        await client.set(key, json, ...((this.ttlSeconds > 0 ? ['EX', this.ttlSeconds] : []) as []));
-        return next;
-      }
-      await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * (attempt + 1)));
+      // Lost the race: another process wrote in between; re-read and apply the change again. A
+      // write that keeps losing gives up rather than overwrite what the others wrote (the guard
+      // then goes on with its in-process copy and writes it back later).
+      if (attempt >= this.maxRetries) throw new Error(`context-guard: RedisStore update of "${sessionId}" lost ${attempt + 1} races in a row`);
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(50, 2 * (attempt + 1))));
     }
   }
 
