@@ -416,7 +416,7 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
       // Our compaction's memo wins; otherwise keep what is stored (another process may have
       // compacted meanwhile), unless this call found the stored summary stale for its history.
       const memo = compactedMemo ?? (staleDropped ? memoSeen : currentMemo);
-      const calibration = compactedCalibration ? resetCalibration(current.calibration) : current.calibration;
+      const calibration = compactedCalibration ? resetCalibration(current.calibration, compactedCalibration.reference?.offset ?? 0) : current.calibration;
       return {
         ...rest,
         ...(memo ? { memo } : {}),
@@ -540,7 +540,13 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
         ...(r.focus !== undefined ? { focus: r.focus } : {}),
       });
     };
-    const reset = resetCalibration(r.calibration);
+    // The pipeline prices prompts as the calls after the compaction will. What this call's own
+    // estimate knew beyond that pricing (the part of a single real count no model of growth
+    // explains yet) is carried as an offset, so that no compaction stops short of the target.
+    const base = priceAfterReset(resetCalibration(r.calibration), resolved.calibration);
+    const now = r.measure(r.view.messages);
+    const offset = Math.max(0, r.tokens - Math.ceil(base(now.chars, now.mediaTokens)));
+    const reset = resetCalibration(r.calibration, offset);
     const price = priceAfterReset(reset, resolved.calibration);
     const tokensPerChar = tokensPerCharAfterReset(reset, resolved.calibration);
     const pipelineInput = (summarizer: typeof resolved.summarizer): Parameters<typeof runPipeline>[0] => ({

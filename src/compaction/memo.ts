@@ -36,21 +36,26 @@ export function emptyMemo(): CompactionMemo {
   return { tools: {}, clips: {}, compactions: 0 };
 }
 
+/** Characters of the marker `clipMiddle` inserts, with its line breaks. */
+const CLIP_MARKER_CHARS = 40;
+
 /** A message with its text cut to about `maxChars` (head and tail kept); media parts are dropped when over. */
 export function clipMessage(message: GuardMessage, maxChars: number): GuardMessage {
   const content = message.content as unknown;
-  if (typeof content === 'string') return { ...message, content: clipMiddle(content, maxChars) } as GuardMessage;
+  // A text only a little over the bound is left whole: the clip marker would cost more than it saves.
+  const clip = (text: string, max: number) => (text.length > max + CLIP_MARKER_CHARS ? clipMiddle(text, max) : text);
+  if (typeof content === 'string') return { ...message, content: clip(content, maxChars) } as GuardMessage;
   if (!Array.isArray(content)) return message;
   const texts = content.filter((p) => p?.type === 'text' || p?.type === 'reasoning').length;
   const each = Math.max(1, Math.floor(maxChars / Math.max(1, texts)));
   const parts = content.flatMap((p) => {
-    if (p?.type === 'text' || p?.type === 'reasoning') return [{ ...p, text: clipMiddle(String(p.text ?? ''), each) }];
+    if (p?.type === 'text' || p?.type === 'reasoning') return [{ ...p, text: clip(String(p.text ?? ''), each) }];
     // An image or document cannot be cut down; one that must go is named instead.
     if (p?.type === 'image' || p?.type === 'file') return [{ type: 'text', text: `[${p.type === 'image' ? 'An image' : 'A file'} was removed to fit the context window.]` }];
     if (p?.type === 'tool-call') {
       // A huge input (a whole file written) is history now: a clipped copy, as a JSON string, still tells what was done.
       const json = safeJson(p.input);
-      return [json.length > each ? { ...p, input: clipMiddle(json, each) } : p];
+      return [json.length > each + CLIP_MARKER_CHARS ? { ...p, input: clipMiddle(json, each) } : p];
     }
     return [p];
   });

@@ -128,7 +128,8 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
     const view = renderView(p.input, memo, memo.summary !== undefined, p.hashOf);
     const measured = p.measure(view.messages);
     // A copy: the measurer reuses its arrays on the next measure, and the steps measure other prompts.
-    return { view, entries: measured.entries.slice(), tokens: p.price(measured.chars, measured.mediaTokens) };
+    // Whole tokens, as the guard reports them: a fraction over the threshold is over it.
+    return { view, entries: measured.entries.slice(), tokens: Math.ceil(p.price(measured.chars, measured.mediaTokens)) };
   };
   let cur = render();
   const messagesBefore = cur.view.messages.length;

@@ -7,7 +7,8 @@ import type { GuardMessage } from '../messages.ts';
 
 /** Shapes of common secrets, each with the label its mask shows. Anchored on prefixes providers document. */
 const SECRET_PATTERNS: ReadonlyArray<readonly [label: string, pattern: RegExp]> = [
-  ['private-key', /-----BEGIN (?:[A-Z]+ )*PRIVATE KEY-----[\s\S]*?-----END (?:[A-Z]+ )*PRIVATE KEY-----/g],
+  // Bounded repetitions keep every pattern linear-ish on long runs without the expected ending.
+  ['private-key', /-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----[\s\S]{0,16384}?-----END [A-Z ]{0,40}PRIVATE KEY-----/g],
   ['anthropic-key', /\bsk-ant-[A-Za-z0-9_-]{20,}/g],
   ['openai-key', /\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}/g],
   ['aws-access-key', /\b(?:AKIA|ASIA)[0-9A-Z]{16}\b/g],
@@ -17,7 +18,7 @@ const SECRET_PATTERNS: ReadonlyArray<readonly [label: string, pattern: RegExp]> 
   ['stripe-key', /\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,}/g],
   ['jwt', /\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g],
   ['bearer-token', /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/-]{16,}=*/g],
-  ['url-credentials', /\b([a-z][a-z0-9+.-]*:\/\/)[^\s:/@]+:[^\s@/]+@/gi],
+  ['url-credentials', /\b([a-z][a-z0-9+.-]{0,31}:\/\/)[^\s:/@]{1,256}:[^\s@/]{1,256}@/gi],
 ];
 
 /** The default redaction: masks API keys, tokens, private keys and credentials in URLs. */

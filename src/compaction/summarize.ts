@@ -211,7 +211,9 @@ export async function summarize(req: SummarizeRequest, override?: string): Promi
   const outcome = await summarizeRaw(
     {
       ...req,
-      messages: req.messages.map((m) => redactMessage(m, redact)),
+      // Tool outputs are clipped first: the summarizer sees 2,000 characters of each anyway, and
+      // scanning megabytes of output for secrets would stall the call.
+      messages: req.messages.map((m) => redactMessage(clipToolOutputs(m, DEFAULT_TRANSCRIPT_TOOL_RESULT_CHARS), redact)),
       ...(req.previousSummary !== undefined ? { previousSummary: redact(req.previousSummary) } : {}),
     },
     override,

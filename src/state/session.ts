@@ -45,7 +45,17 @@ export interface CalibrationState {
    * The last anchor before a compaction reset the calibration: until the compacted prompt gets
    * its own real count, it still tells how this provider counts (see calibration.ts).
    */
-  reference?: { realTokens: number; chars: number; mediaTokens: number };
+  reference?: {
+    realTokens: number;
+    chars: number;
+    mediaTokens: number;
+    /**
+     * Tokens the last estimate knew of beyond this pricing (a hidden prompt seen through a single
+     * real count): added to every prompt priced from the reference, so the compacted prompt is
+     * estimated on the next call exactly as the compaction planned it.
+     */
+    offset?: number;
+  };
 }
 
 export interface SessionStatus {

@@ -130,11 +130,11 @@ export function recordRealCount(
  * What they taught about the provider is kept as the reference until then, and the marginal rate
  * is kept: both describe the provider and the content, not the prompt that was replaced.
  */
-export function resetCalibration(state: CalibrationState): CalibrationState {
+export function resetCalibration(state: CalibrationState, offset = 0): CalibrationState {
   const last = state.anchor ?? state.reference;
   const next: CalibrationState = {};
   if (state.growth) next.growth = state.growth;
-  if (last) next.reference = { realTokens: last.realTokens, chars: last.chars, mediaTokens: last.mediaTokens };
+  if (last) next.reference = { realTokens: last.realTokens, chars: last.chars, mediaTokens: last.mediaTokens, ...(offset > 0 ? { offset } : {}) };
   return next;
 }
 
@@ -156,7 +156,8 @@ export function priceAfterReset(state: CalibrationState, c: ResolvedCalibration)
   // and a hidden system prompt look alike, and reading the former as the latter would price a
   // compacted prompt as if it could never fit.
   const invisible = state.growth ? Math.max(0, ref.realTokens - ref.mediaTokens - (ref.chars / CHARS_PER_TOKEN) * marginal) : 0;
-  return (chars, media) => Math.max((chars / CHARS_PER_TOKEN) * ratio, invisible + (chars / CHARS_PER_TOKEN) * marginal) + media;
+  const offset = state.anchor ? 0 : (state.reference?.offset ?? 0);
+  return (chars, media) => Math.max((chars / CHARS_PER_TOKEN) * ratio, invisible + (chars / CHARS_PER_TOKEN) * marginal) + media + offset;
 }
 
 /** Provider tokens per heuristic character at most, after a reset: sizes budgets in characters. */
