@@ -10,6 +10,12 @@ describe('package exports', () => {
     expect(run(['--input-type=module', '-e', `const m = await import(${JSON.stringify(entry)}); console.log(typeof m.createContextGuard)`])).toBe('function');
   });
 
+  it('context-guard/redis loads with require and import without opening a connection', () => {
+    const check = "console.log(typeof m.RedisStore + ':' + new m.RedisStore({ url: 'redis://127.0.0.1:1' }).prefix)";
+    expect(run(['-e', `const m = require('context-guard/redis'); ${check}`])).toBe('function:cg:');
+    expect(run(['--input-type=module', '-e', `const m = await import('context-guard/redis'); ${check}`])).toBe('function:cg:');
+  });
+
   it('raises ContextGuardConfigError from the CommonJS build too', () => {
     const out = run(['-e', "const { createContextGuard } = require('context-guard'); try { createContextGuard({ contextWindow: 0 }) } catch (e) { console.log(e.name + ':' + e.field) }"]);
     expect(out).toBe('ContextGuardConfigError:contextWindow');
