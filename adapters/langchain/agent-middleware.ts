@@ -61,6 +61,8 @@ function hasText(message: SystemMessage | undefined): message is SystemMessage {
  */
 export function contextGuardMiddleware(options: ContextGuardAgentMiddlewareOptions = {}) {
   const shapes = new Map<string, RequestShape>();
+  /** Per session, what the beforeModel hook checked last, until the model call it precedes. */
+  const checked = new Map<string, { messages: readonly BaseMessage[]; shape: RequestShape | undefined }>();
   let guard: ContextGuard;
   if (isGuardOption(options)) guard = options.guard;
   else {
@@ -125,6 +127,9 @@ export function contextGuardMiddleware(options: ContextGuardAgentMiddlewareOptio
         // and this hook compacts the state from the next call on.
         if (!shape && guard.options.contextWindow === undefined) return undefined;
         const compacted = await guardMessages(sessionId, shape, messages);
+        // What the model call will receive, so that wrapModelCall need not run the guard again
+        // (once per model call: one estimate event, one pending request).
+        checked.set(sessionId, { messages: compacted ?? messages, shape });
         // A compaction (or a tool-pairing repair) rewrites the state, so that the checkpoint holds
         // what the model sees and the next turn builds on the summary.
         if (!compacted) return undefined;
@@ -144,6 +149,13 @@ export function contextGuardMiddleware(options: ContextGuardAgentMiddlewareOptio
         };
         const sessionId = sessionOf(request.runtime, request.messages);
         remember(sessionId, shape);
+        const seen = checked.get(sessionId);
+        checked.delete(sessionId);
+        // The request beforeModel just checked, unchanged (same messages, system message and tools):
+        // already estimated and fitted.
+        if (seen?.shape && sameList(seen.messages, request.messages) && seen.shape.system === shape.system && seen.shape.tools === shape.tools) {
+          return handler(request);
+        }
         const messages = await guardMessages(sessionId, shape, request.messages);
         return handler(messages ? { ...request, messages } : request);
       },

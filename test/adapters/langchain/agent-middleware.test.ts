@@ -502,3 +502,26 @@ describe('system prompt and tools are counted', () => {
     expect(many).toBeLessThanOrEqual(plain - 3);
   });
 });
+
+describe('one guard pass per model call', () => {
+  it('wrapModelCall reuses what the beforeModel hook checked: one estimate per model call, one real count each', async () => {
+    const { RecordingChatModel } = await import('./fake-chat-model.ts');
+    let n = 0;
+    const model = new RecordingChatModel({
+      model: 'fake',
+      reply: () => (++n <= 20 ? new AIMessage({ content: '', tool_calls: [{ id: `c${n}`, name: 'read', args: { path: `f${n}.ts` }, type: 'tool_call' }] }) : new AIMessage('done')),
+    });
+    const read = tool(async ({ path }: { path: string }) => `content of ${path}\n${'x'.repeat(3_000)}`, { name: 'read', description: 'read a file', schema: z.object({ path: z.string() }) });
+    const ev = recorder();
+    const middleware = contextGuardMiddleware({ contextWindow: 8_000, onEvent: ev.onEvent });
+    const agent = createAgent({ model, tools: [read], middleware: [middleware], systemPrompt: 'You are an agent.', checkpointer: new MemorySaver() });
+    await agent.invoke({ messages: [new HumanMessage('Read all files')] }, { configurable: { thread_id: 'once' }, recursionLimit: 200 });
+
+    const calls = model.calls.filter((c) => !c.summarizer).length;
+    expect(calls).toBe(21);
+    expect(ev.of('compaction-end').length).toBeGreaterThan(0);
+    // The first call runs the guard twice (the hook does not know the system message and tools yet).
+    expect(ev.of('estimate').length).toBeLessThanOrEqual(calls + 1);
+    expect(ev.of('usage-recorded')).toHaveLength(calls);
+  });
+});
