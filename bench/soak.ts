@@ -59,6 +59,7 @@ import {
 } from '../src/index.ts';
 // Internals, only to price the irreducible part exactly as the pipeline does (explained overflows).
 import { priceAfterReset, resetCalibration } from '../src/tokens/calibration.ts';
+import { pairingProblems } from '../test/compaction/pairing.ts';
 import { encodingFor, textMeasure } from '../src/tokens/exact.ts';
 import { measureMessage, measureTool } from '../src/tokens/heuristic.ts';
 import { mediaProviderForModel } from '../src/tokens/media.ts';
@@ -616,38 +617,6 @@ function realTokens(messages: readonly GuardMessage[], tools: readonly ToolDefin
 // Checks
 // ---------------------------------------------------------------------------------------------
 
-/** Problems with tool-call / tool-result pairing, as providers check it (test/compaction/invariants.ts). */
-export function pairingProblems(messages: readonly GuardMessage[]): string[] {
-  const problems: string[] = [];
-  for (let i = 0; i < messages.length; i++) {
-    const m = messages[i] as GuardMessage;
-    if (m.role === 'tool') {
-      let j = i - 1;
-      while (j >= 0 && messages[j]?.role === 'tool') j--;
-      const owner = messages[j];
-      const calls = new Set(
-        owner?.role === 'assistant' && Array.isArray(owner.content)
-          ? owner.content.filter((p) => p.type === 'tool-call').map((p) => (p as { toolCallId: string }).toolCallId)
-          : [],
-      );
-      for (const part of m.content) {
-        if (part.type === 'tool-result' && !calls.has(part.toolCallId)) problems.push(`message ${i}: result ${part.toolCallId} without its call`);
-      }
-    }
-    if (m.role === 'assistant' && Array.isArray(m.content)) {
-      const answered = new Set(m.content.filter((p) => p.type === 'tool-result').map((p) => (p as { toolCallId: string }).toolCallId));
-      for (let j = i + 1; j < messages.length && messages[j]?.role === 'tool'; j++) {
-        for (const part of (messages[j] as { content: Array<{ type: string; toolCallId?: string }> }).content) {
-          if (part.type === 'tool-result' && part.toolCallId) answered.add(part.toolCallId);
-        }
-      }
-      for (const part of m.content) {
-        if (part.type === 'tool-call' && !answered.has(part.toolCallId)) problems.push(`message ${i}: call ${part.toolCallId} without its result`);
-      }
-    }
-  }
-  return problems;
-}
 
 /** All text of a user message (text parts joined), '' for other roles. */
 function userText(m: GuardMessage): string {

@@ -5,7 +5,7 @@ export type { ContextGuardCallOptions, ContextGuardMiddlewareOptions } from './m
 export { compactTool } from './compact-tool.ts';
 export type { CompactToolOptions } from './compact-tool.ts';
 export { aiSdkSummarizer } from './summarizer.ts';
-export { deriveSessionId } from './session-id.ts';
+export { deriveSessionId } from '../shared/session-id.ts';
 export { isContextLengthError, promptTokensFromError } from './overflow.ts';
 export { fromGuardMessages, fromGuardMessagesV3, toGuardMessages, toGuardMessagesV3, toGuardTools } from './convert.ts';
 export type { GuardPrompt } from './convert.ts';

@@ -17,7 +17,7 @@ import { createContextGuard, type ContextGuard, type ContextGuardOptions, type G
 import { fromGuardMessages, fromGuardMessagesV3, toGuardMessages, toGuardMessagesV3, toGuardTools, type GuardPrompt } from './convert.ts';
 import { isContextLengthError, promptTokensFromError } from './overflow.ts';
 import { recordToolCalls } from './sessions.ts';
-import { deriveSessionId } from './session-id.ts';
+import { deriveSessionId } from '../shared/session-id.ts';
 import { modelSummarizer } from './summarizer.ts';
 
 /** Per-call options, under `providerOptions.contextGuard`; stripped before the provider sees them. */

@@ -8,7 +8,7 @@
 import { RemoveMessage, SystemMessage, type BaseMessage } from '@langchain/core/messages';
 import { createMiddleware } from 'langchain';
 import { createContextGuard, type ContextGuard, type ContextGuardOptions, type Summarizer, type ToolDefinition } from '../../src/index.ts';
-import { deriveSessionId } from '../ai-sdk/session-id.ts';
+import { deriveSessionId } from '../shared/session-id.ts';
 import { fromGuardMessages, toGuardMessages, toGuardTools } from './convert.ts';
 import { langchainSummarizer, type InvokableChatModel } from './summarizer.ts';
 import { modelIdOf, profileWindow, userModelsCover } from './with-context-guard.ts';

@@ -8,7 +8,7 @@ import { BaseCallbackHandler } from '@langchain/core/callbacks/base';
 import type { BaseMessage } from '@langchain/core/messages';
 import type { LLMResult } from '@langchain/core/outputs';
 import type { ContextGuard, ModelUsage } from '../../src/index.ts';
-import { deriveSessionId } from '../ai-sdk/session-id.ts';
+import { deriveSessionId } from '../shared/session-id.ts';
 import { toGuardMessages } from './convert.ts';
 
 /** Tag of the guard's own summarizer calls: their usage is not the session's prompt. */

@@ -17,7 +17,7 @@ import {
   type ModelUsage,
   type ToolDefinition,
 } from '../../src/index.ts';
-import { deriveSessionId } from '../ai-sdk/session-id.ts';
+import { deriveSessionId } from '../shared/session-id.ts';
 import { fromGuardMessages, toGuardMessages, toGuardTools } from './convert.ts';
 import { langchainSummarizer, type InvokableChatModel } from './summarizer.ts';
 

@@ -2,46 +2,15 @@
 // `expectInvariants(input, result, { overflow })` after every step.
 import { expect } from 'vitest';
 import type { BeforeModelResult, GuardMessage } from '../../src/index.ts';
+import { pairingProblems } from './pairing.ts';
+
+export { pairingProblems };
 
 /** Text of a user message (string content or its text parts). */
 export function userText(message: GuardMessage): string {
   if (message.role !== 'user') return '';
   if (typeof message.content === 'string') return message.content;
   return message.content.map((p) => (p.type === 'text' ? p.text : '')).join('');
-}
-
-/** Problems with tool-call / tool-result pairing, as providers check it; empty when valid. */
-export function pairingProblems(messages: readonly GuardMessage[]): string[] {
-  const problems: string[] = [];
-  for (let i = 0; i < messages.length; i++) {
-    const m = messages[i] as GuardMessage;
-    if (m.role === 'tool') {
-      // A tool message must follow an assistant message (possibly through other tool messages).
-      let j = i - 1;
-      while (j >= 0 && messages[j]?.role === 'tool') j--;
-      const owner = messages[j];
-      const calls = new Set(
-        owner?.role === 'assistant' && Array.isArray(owner.content)
-          ? owner.content.filter((p) => p.type === 'tool-call').map((p) => (p as { toolCallId: string }).toolCallId)
-          : [],
-      );
-      for (const part of m.content) {
-        if (part.type === 'tool-result' && !calls.has(part.toolCallId)) problems.push(`message ${i}: result ${part.toolCallId} without its call`);
-      }
-    }
-    if (m.role === 'assistant' && Array.isArray(m.content)) {
-      const answered = new Set(m.content.filter((p) => p.type === 'tool-result').map((p) => (p as { toolCallId: string }).toolCallId));
-      for (let j = i + 1; j < messages.length && messages[j]?.role === 'tool'; j++) {
-        for (const part of (messages[j] as { content: Array<{ type: string; toolCallId?: string }> }).content) {
-          if (part.type === 'tool-result' && part.toolCallId) answered.add(part.toolCallId);
-        }
-      }
-      for (const part of m.content) {
-        if (part.type === 'tool-call' && !answered.has(part.toolCallId)) problems.push(`message ${i}: call ${part.toolCallId} without its result`);
-      }
-    }
-  }
-  return problems;
 }
 
 export interface InvariantOptions {

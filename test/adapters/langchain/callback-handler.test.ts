@@ -3,7 +3,7 @@ import type { LLMResult } from '@langchain/core/outputs';
 import { describe, expect, it } from 'vitest';
 import { ContextGuardCallbackHandler, usageFromLLMResult } from '../../../adapters/langchain/callback-handler.ts';
 import { fromGuardMessages, toGuardMessages } from '../../../adapters/langchain/convert.ts';
-import { deriveSessionId } from '../../../adapters/ai-sdk/session-id.ts';
+import { deriveSessionId } from '../../../adapters/shared/session-id.ts';
 import { createContextGuard, type ContextGuard } from '../../../src/index.ts';
 import { recorder } from '../../helpers.ts';
 import { RecordingChatModel } from './fake-chat-model.ts';
