@@ -116,7 +116,7 @@ const script: Step[] = [
   { say: 'How prompts are converted.', tool: 'read_file', input: { path: 'adapters/ai-sdk/convert.ts' } },
   { say: 'The compact tool I just used.', tool: 'read_file', input: { path: 'adapters/ai-sdk/compact-tool.ts' } },
   { say: 'What happens when a provider rejects a prompt as too long.', tool: 'read_file', input: { path: 'adapters/ai-sdk/overflow.ts' } },
-  { say: 'Last, how the adapter tells conversations apart.', tool: 'read_file', input: { path: 'adapters/ai-sdk/session-id.ts' } },
+  { say: 'Last, how the adapter tells conversations apart.', tool: 'read_file', input: { path: 'adapters/shared/session-id.ts' } },
 ];
 
 const FINAL_ANSWER = [
