@@ -153,6 +153,15 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
 
   async function withStore<T>(sessionId: string, operation: StoreFailedEvent['operation'], run: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false }> {
     if (storeFailedInCall.has(sessionId)) return { ok: false };
+    if (!resolved.store) {
+      // The default in-memory store answers at once: no timer on the per-call path.
+      try {
+        return { ok: true, value: await run() };
+      } catch (error) {
+        emit({ type: 'store-failed', sessionId, operation, reason: 'error', error });
+        return { ok: false };
+      }
+    }
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
       const timeout = new Promise<never>((_, reject) => {

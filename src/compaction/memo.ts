@@ -116,10 +116,15 @@ export function renderView(
   const headLength = messages.length;
   if (edits || clips) {
     for (let i = from; i < input.length; i++) messages.push(edit(input[i] as GuardMessage, i));
+  } else if (headLength === 0) {
+    // The common case, on every call: the host's messages as they are (one native copy).
+    return finish(input.slice(from));
   } else {
-    // The common case, on every call: the host's messages as they are.
     for (let i = from; i < input.length; i++) messages.push(input[i] as GuardMessage);
   }
+  return finish(messages);
+
+  function finish(messages: GuardMessage[]): View {
   let origin: number[] | undefined;
   const view: View = {
     messages,
@@ -140,4 +145,5 @@ export function renderView(
   view.unansweredCalls = repaired.unansweredCalls;
   view.orphanResults = repaired.orphanResults;
   return view;
+  }
 }
