@@ -125,25 +125,25 @@ export function renderView(
   return finish(messages);
 
   function finish(messages: GuardMessage[]): View {
-  let origin: number[] | undefined;
-  const view: View = {
-    messages,
-    headLength,
-    get origin() {
-      if (!origin) {
-        origin = headOrigin.slice();
-        for (let i = from; i < input.length; i++) origin.push(i);
-      }
-      return origin;
-    },
-    unansweredCalls: 0,
-    orphanResults: 0,
-  };
-  if (!repair) return view;
-  const repaired = repairToolPairing(messages);
-  view.messages = repaired.messages;
-  view.unansweredCalls = repaired.unansweredCalls;
-  view.orphanResults = repaired.orphanResults;
-  return view;
+    let origin: number[] | undefined;
+    const view: View = {
+      messages,
+      headLength,
+      get origin() {
+        if (!origin) {
+          origin = headOrigin.slice();
+          for (let i = from; i < input.length; i++) origin.push(i);
+        }
+        return origin;
+      },
+      unansweredCalls: 0,
+      orphanResults: 0,
+    };
+    if (!repair) return view;
+    const repaired = repairToolPairing(messages);
+    view.messages = repaired.messages;
+    view.unansweredCalls = repaired.unansweredCalls;
+    view.orphanResults = repaired.orphanResults;
+    return view;
   }
 }

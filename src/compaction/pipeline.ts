@@ -276,32 +276,32 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
 
   /** The output; an overflow when even the smallest prompt is over the threshold (or had to be cut). */
   function finish(overflow: boolean): PipelineOutput {
-  if (steps.length === 0) return { memo: p.memo, view: cur.view, tokens: cur.tokens, result: undefined };
-  memo.compactions = p.memo.compactions + 1;
-  return {
-    memo,
-    view: cur.view,
-    tokens: cur.tokens,
-    result: {
-      reason: p.reason,
-      strategy: steps[steps.length - 1] as CompactionStep,
-      steps,
-      tokensBefore: p.tokensBefore,
-      tokensAfter: Math.ceil(cur.tokens),
-      target: Math.floor(s.target),
-      messagesBefore,
-      messagesAfter: cur.view.messages.length,
-      ...(stats.summary !== undefined ? { summary: stats.summary } : {}),
-      summarizedMessages: stats.summarized,
-      splitTurn: stats.splitTurn,
-      prunedToolResults: stats.pruned,
-      truncatedToolResults: stats.truncated,
-      summarizerCalls: stats.calls,
-      summarizerInputTokens: stats.inputTokens,
-      summaryTokens: stats.summaryTokens,
-      overflow,
-    },
-  };
+    if (steps.length === 0) return { memo: p.memo, view: cur.view, tokens: cur.tokens, result: undefined };
+    memo.compactions = p.memo.compactions + 1;
+    return {
+      memo,
+      view: cur.view,
+      tokens: cur.tokens,
+      result: {
+        reason: p.reason,
+        strategy: steps[steps.length - 1] as CompactionStep,
+        steps,
+        tokensBefore: p.tokensBefore,
+        tokensAfter: Math.ceil(cur.tokens),
+        target: Math.floor(s.target),
+        messagesBefore,
+        messagesAfter: cur.view.messages.length,
+        ...(stats.summary !== undefined ? { summary: stats.summary } : {}),
+        summarizedMessages: stats.summarized,
+        splitTurn: stats.splitTurn,
+        prunedToolResults: stats.pruned,
+        truncatedToolResults: stats.truncated,
+        summarizerCalls: stats.calls,
+        summarizerInputTokens: stats.inputTokens,
+        summaryTokens: stats.summaryTokens,
+        overflow,
+      },
+    };
   }
 }
 
