@@ -249,11 +249,15 @@ export class GuardedChatModel<CallOptions extends BaseChatModelCallOptions = Bas
       const callTools = (config as { tools?: unknown }).tools;
       const tools = Array.isArray(callTools) ? toGuardTools(callTools) : this.tools;
       this.rememberContext(sessionId, config);
+      // A shared guard ({ guard }) without a window of its own still learns the model's from its
+      // profile, unless one of its `models` entries names the model.
+      const window = userModelsCover(this.modelId, this.guard.options.models) ? undefined : profileWindow(this.fields.model);
       const result = await this.guard.beforeModel({
         sessionId,
         messages: guardMessages,
         ...(this.modelId ? { modelId: this.modelId } : {}),
         ...(tools ? { tools } : {}),
+        ...(window !== undefined ? { contextWindow: window } : {}),
       });
       return { input: fromGuardMessages(result.messages), sessionId };
     } catch (error) {

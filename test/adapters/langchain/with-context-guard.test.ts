@@ -228,6 +228,12 @@ describe('withContextGuard', () => {
       expect(await windowOf(withContextGuard(new RecordingChatModel({ model: 'gpt-4o-2024-08-06', maxInputTokens: 50_000 }), { models: { 'gpt-4o': 30_000 } }))).toBe(30_000);
     });
 
+    it('a shared guard without a window of its own uses the model profile too, unless its models name the model', async () => {
+      expect(await windowOf(withContextGuard(new RecordingChatModel({ model: 'acme-unlisted', maxInputTokens: 12_000 }), { guard: createContextGuard() }))).toBe(12_000);
+      expect(await windowOf(withContextGuard(new RecordingChatModel({ model: 'gpt-4o', maxInputTokens: 50_000 }), { guard: createContextGuard({ models: { 'gpt-4o': 30_000 } }) }))).toBe(30_000);
+      expect(await windowOf(withContextGuard(new RecordingChatModel({ model: 'gpt-4o', maxInputTokens: 50_000 }), { guard: createContextGuard({ contextWindow: 9_000 }) }))).toBe(9_000);
+    });
+
     it('an unknown model without a profile is reported and passed through, never given 4,097 tokens', async () => {
       const events = recorder();
       const model = new RecordingChatModel({ model: 'my-local-llm' });
