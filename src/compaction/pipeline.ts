@@ -13,7 +13,7 @@ import type { CompactionSettings } from '../config.ts';
 import type { GuardMessage } from '../messages.ts';
 import type { PromptFingerprint } from '../state/session.ts';
 import type { Entry } from '../tokens/prompt-measure.ts';
-import { DEFAULT_FOOTER_MAX_PER_LIST, extractFileOps, parseFileOpsFooter, renderFileOpsFooter, stripFileOpsFooter } from './file-ops.ts';
+import { extractFileOps, parseFileOpsFooter, renderFileOpsFooter, stripFileOpsFooter } from './file-ops.ts';
 import { renderView, type CompactionMemo, type View } from './memo.ts';
 import { continuationMessage, isContinuation, summaryBodyOf, summaryMessage } from './placement.ts';
 import { isProtectedTool, outputChars, PLACEHOLDER, placeholderOutput, toolResultsOf } from './prune.ts';
@@ -396,16 +396,8 @@ async function summarizeStep(
   // is for the summary's framing and the continuation.
   const outcome = await p.summarize(toSummarize, previousSummary, 0.75 * (s.target - (cur.tokens - summarizedTokens)) - 200 * p.tokensPerChar);
   const fileOps = s.fileOps ? extractFileOps(toSummarize, s.fileOps, previousFileOps) : undefined;
+  const footer = fileOps ? renderFileOpsFooter(fileOps) : '';
   const text = outcome.text.trim();
-  // The file list counts toward the summary's budget: long lists are cut (with "+N more") rather
-  // than let the summary outgrow what the compaction planned for it.
-  const budgetChars = s.maxSummaryTokens / p.tokensPerChar;
-  let perList = DEFAULT_FOOTER_MAX_PER_LIST;
-  let footer = fileOps ? renderFileOpsFooter(fileOps, perList) : '';
-  while (fileOps && perList > 3 && text.length + footer.length > budgetChars) {
-    perList = Math.floor(perList / 2);
-    footer = renderFileOpsFooter(fileOps, perList);
-  }
   const body = footer ? `${text}\n\n${footer}` : text;
 
   // The request is still verbatim when it is kept or in the tail; otherwise a continuation quotes it.
