@@ -43,7 +43,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
-import { crc32 } from 'node:zlib';
 import {
   createContextGuard,
   MemoryStore,
@@ -60,6 +59,7 @@ import {
 // Internals, only to price the irreducible part exactly as the pipeline does (explained overflows).
 import { priceAfterReset, resetCalibration } from '../src/tokens/calibration.ts';
 import { pairingProblems } from '../test/compaction/pairing.ts';
+import { png } from '../test/png.ts';
 import { encodingFor, textMeasure } from '../src/tokens/exact.ts';
 import { measureMessage, measureTool } from '../src/tokens/heuristic.ts';
 import { mediaProviderForModel } from '../src/tokens/media.ts';
@@ -447,28 +447,6 @@ function makeText(label: string, chars: number, style: Style): string {
   return head + fragment.repeat(Math.ceil((n - head.length) / fragment.length)).slice(0, n - head.length);
 }
 
-/** A PNG whose header gives `width` × `height`, padded with pseudo-random IDAT bytes. */
-function png(width: number, height: number, paddingBytes: number): Buffer {
-  const chunk = (type: string, data: Buffer): Buffer => {
-    const length = Buffer.alloc(4);
-    length.writeUInt32BE(data.length);
-    const body = Buffer.concat([Buffer.from(type, 'latin1'), data]);
-    const crc = Buffer.alloc(4);
-    crc.writeUInt32BE(crc32(body));
-    return Buffer.concat([length, body, crc]);
-  };
-  const ihdr = Buffer.alloc(13);
-  ihdr.writeUInt32BE(width, 0);
-  ihdr.writeUInt32BE(height, 4);
-  ihdr.writeUInt8(8, 8);
-  ihdr.writeUInt8(2, 9);
-  const idat = Buffer.alloc(paddingBytes);
-  for (let i = 0, x = width * 31 + height; i < paddingBytes; i++) {
-    x = (x * 1103515245 + 12345) >>> 0;
-    idat[i] = x >>> 24;
-  }
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr), chunk('IDAT', idat), chunk('IEND', Buffer.alloc(0))]);
-}
 
 function imagePart(spec: ImageSpec): { type: 'image'; image: string | Uint8Array; mediaType: string } {
   const bytes = png(spec.width, spec.height, spec.padding);

@@ -93,6 +93,7 @@ function createMiddleware(options: ContextGuardMiddlewareOptions, dialect: Diale
   const modelOfSession = new Map<string, AnyModel>();
   const MAX_TRACKED = 10_000;
   let guard: ContextGuard;
+  const ownGuard = !isGuardOption(options);
   if (isGuardOption(options)) guard = options.guard;
   else {
     const { retryOnOverflow: _retry, ...core } = options;
@@ -124,9 +125,11 @@ function createMiddleware(options: ContextGuardMiddlewareOptions, dialect: Diale
     const sessionId = typeof requested === 'string' && requested ? requested : deriveSessionId(params.prompt as readonly unknown[]);
     const stripped = { ...params, providerOptions } as AnyParams;
     if (params.providerOptions === undefined) delete (stripped as { providerOptions?: unknown }).providerOptions;
-    modelOfSession.delete(sessionId);
-    modelOfSession.set(sessionId, model);
-    if (modelOfSession.size > MAX_TRACKED) modelOfSession.delete(modelOfSession.keys().next().value as string);
+    if (ownGuard) {
+      modelOfSession.delete(sessionId);
+      modelOfSession.set(sessionId, model);
+      if (modelOfSession.size > MAX_TRACKED) modelOfSession.delete(modelOfSession.keys().next().value as string);
+    }
     const guarded = await guardParams(stripped, model, sessionId);
     calls.set(guarded, { sessionId, original: stripped });
     return guarded;
@@ -146,20 +149,26 @@ function createMiddleware(options: ContextGuardMiddlewareOptions, dialect: Diale
     return guardParams(info.original, model, info.sessionId);
   }
 
+  /**
+   * Runs the call; after a context-length rejection, runs it once more on the compacted params
+   * (directly on the model: the retry is already guarded). Anything else is thrown as it is.
+   */
+  async function withRecovery<T>(info: CallInfo | undefined, model: AnyModel, call: () => PromiseLike<T>, again: (params: AnyParams) => PromiseLike<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (error) {
+      const retry = info ? await recover(info, model, error) : undefined;
+      if (!retry) throw error;
+      return again(retry);
+    }
+  }
+
   return {
     transformParams,
 
     async wrapGenerate({ doGenerate, params, model }: { doGenerate: () => PromiseLike<unknown>; params: AnyParams; model: AnyModel }) {
       const info = calls.get(params);
-      let result: unknown;
-      try {
-        result = await doGenerate();
-      } catch (error) {
-        const retry = info ? await recover(info, model, error) : undefined;
-        if (!retry || !info) throw error;
-        calls.set(retry, info);
-        result = await (model.doGenerate as (p: AnyParams) => PromiseLike<unknown>)(retry);
-      }
+      const result = await withRecovery(info, model, doGenerate, (retry) => (model.doGenerate as (p: AnyParams) => PromiseLike<unknown>)(retry));
       if (info) {
         await record(info.sessionId, (result as { usage?: unknown }).usage);
         recordToolCalls(guard, info.sessionId, (result as { content?: unknown }).content);
@@ -169,15 +178,8 @@ function createMiddleware(options: ContextGuardMiddlewareOptions, dialect: Diale
 
     async wrapStream({ doStream, params, model }: { doStream: () => PromiseLike<unknown>; params: AnyParams; model: AnyModel }) {
       const info = calls.get(params);
-      let result: { stream: ReadableStream<{ type: string }> } & Record<string, unknown>;
-      try {
-        result = (await doStream()) as typeof result;
-      } catch (error) {
-        const retry = info ? await recover(info, model, error) : undefined;
-        if (!retry || !info) throw error;
-        calls.set(retry, info);
-        result = (await (model.doStream as (p: AnyParams) => PromiseLike<unknown>)(retry)) as typeof result;
-      }
+      type StreamResult = { stream: ReadableStream<{ type: string }> } & Record<string, unknown>;
+      const result = (await withRecovery(info, model, doStream, (retry) => (model.doStream as (p: AnyParams) => PromiseLike<unknown>)(retry))) as StreamResult;
       if (!info) return result;
       // Usage arrives with the `finish` part: recorded as it passes, without holding any part back.
       // A stream that ends or aborts before it records nothing.

@@ -310,7 +310,7 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
  * step it took, or undefined when there was nothing to summarize.
  */
 async function summarizeStep(
-  p: PipelineInput & { settings: CompactionSettings },
+  p: PipelineInput,
   memo: CompactionMemo,
   cur: Rendered,
   messageTokens: (i: number) => number,

@@ -44,12 +44,6 @@ export function leadingSystemCount(messages: readonly GuardMessage[]): number {
   return n;
 }
 
-/** Index of the latest user message, or -1. */
-export function latestUserIndex(messages: readonly GuardMessage[]): number {
-  for (let i = messages.length - 1; i >= 0; i--) if ((messages[i] as GuardMessage).role === 'user') return i;
-  return -1;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Tool-pairing repair
 // ---------------------------------------------------------------------------------------------

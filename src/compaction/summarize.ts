@@ -3,6 +3,7 @@
 // checks on what it returns, and the mechanical digest for whatever it could not summarize. A
 // circuit breaker stops calling a summarizer that keeps failing. Never throws: a summary is
 // always produced.
+import type { SummarizerFailedEvent } from '../events.ts';
 import type { GuardMessage } from '../messages.ts';
 import { mechanicalSummary } from './mechanical.ts';
 import { clipMessage } from './memo.ts';
@@ -18,7 +19,7 @@ export const SUMMARIZER_INPUT_SHARE = 0.8;
 /** The budget told to the model, below the one enforced, since models overshoot a little. */
 const STATED_BUDGET_SHARE = 0.8;
 
-export type SummarizerFailure = 'error' | 'timeout' | 'empty' | 'too-large' | 'circuit-open' | 'missing' | 'no-room' | 'aborted';
+export type SummarizerFailure = SummarizerFailedEvent['reason'];
 
 /** Fewest transcript characters worth a summarizer call. */
 const MIN_CHUNK_CHARS = 400;
@@ -224,94 +225,69 @@ export async function summarize(req: SummarizeRequest, override?: string): Promi
 async function summarizeRaw(req: SummarizeRequest, override?: string): Promise<SummarizeOutcome> {
   const maxChars = req.maxSummaryTokens / req.tokensPerChar;
   if (override !== undefined) return { text: override, mechanical: false, calls: 0, inputTokens: 0 };
-
-  const inputBudgetTokens = req.summarizerContextWindow * SUMMARIZER_INPUT_SHARE;
   let running = req.previousSummary;
   let calls = 0;
   let inputTokens = 0;
-  let failure: SummarizerFailure | undefined = req.summarizer ? undefined : 'missing';
-  let failedAt = 0;
+  /** Reports why the summarizer was not (or no longer) used; `rest` goes to the digest on top of the summary so far. */
+  const fallBack = (reason: SummarizerFailure, rest: GuardMessage[], error?: unknown): SummarizeOutcome => {
+    req.onFailure(reason, req.breaker.consecutiveFailures, error);
+    return { text: fallbackDigest(rest, running, maxChars, req), mechanical: true, calls, inputTokens };
+  };
+  const summarizer = req.summarizer;
+  if (!summarizer) return fallBack('missing', req.messages);
 
-  if (!failure && req.summarizer) {
-    // Room for the transcript: the input budget less the instructions and the running summary.
-    // The summary is reserved a quarter of the budget (more if it already is longer), not its
-    // whole maximum, which with a small summarizer window would leave tiny chunks; if it grows
-    // past the reservation, the remaining messages are cut again.
-    const overhead = buildSummaryRequest([], { previousSummary: running, focus: req.focus, maxSummaryTokens: req.maxSummaryTokens }).system.length;
-    const inputChars = inputBudgetTokens / req.tokensPerChar;
-    const budgetFor = (summaryChars: number) =>
-      inputChars - overhead - Math.max(summaryChars, Math.min(maxChars, inputChars / 4)) - 500;
-    let budgetChars = budgetFor(running?.length ?? 0);
-    if (budgetChars < MIN_CHUNK_CHARS) {
-      // The instructions and the summary so far already fill the summarizer's window (a tiny window
-      // at a high token ratio): calling it would overflow it.
-      req.onFailure('no-room', req.breaker.consecutiveFailures);
-      return { text: fallbackDigest(req.messages, running, maxChars, req), mechanical: true, calls, inputTokens };
+  // Room for the transcript: the input budget less the instructions and the running summary.
+  // The summary is reserved a quarter of the budget (more if it already is longer), not its whole
+  // maximum, which with a small summarizer window would leave tiny chunks; if it grows past the
+  // reservation, the remaining messages are cut again.
+  const overhead = buildSummaryRequest([], { previousSummary: running, focus: req.focus, maxSummaryTokens: req.maxSummaryTokens }).system.length;
+  const inputChars = (req.summarizerContextWindow * SUMMARIZER_INPUT_SHARE) / req.tokensPerChar;
+  const budgetFor = (summaryChars: number) => inputChars - overhead - Math.max(summaryChars, Math.min(maxChars, inputChars / 4)) - 500;
+  let budgetChars = budgetFor(running?.length ?? 0);
+  // The instructions and the summary so far already fill the summarizer's window (a tiny window
+  // at a high token ratio): calling it would overflow it.
+  if (budgetChars < MIN_CHUNK_CHARS) return fallBack('no-room', req.messages);
+  let chunks = chunk(req.messages, budgetChars);
+  const stated = Math.max(64, Math.floor(req.maxSummaryTokens * STATED_BUDGET_SHARE));
+  for (let i = 0; i < chunks.length; i++) {
+    const rest = () => chunks.slice(i).flat();
+    if (req.signal?.aborted) return fallBack('aborted', rest());
+    const budget = budgetFor(running?.length ?? 0);
+    if (budget < budgetChars) {
+      if (budget < MIN_CHUNK_CHARS) return fallBack('no-room', rest());
+      budgetChars = budget;
+      chunks = [...chunks.slice(0, i), ...chunk(rest(), budgetChars)];
     }
-    let chunks = chunk(req.messages, budgetChars);
-    for (let i = 0; i < chunks.length; i++) {
-      if (req.signal?.aborted) {
-        failure = 'aborted';
-        req.onFailure('aborted', req.breaker.consecutiveFailures);
-        failedAt = i;
-        break;
-      }
-      const budget = budgetFor(running?.length ?? 0);
-      if (budget < budgetChars) {
-        if (budget < MIN_CHUNK_CHARS) {
-          failure = 'no-room';
-          req.onFailure('no-room', req.breaker.consecutiveFailures);
-          failedAt = i;
-          break;
-        }
-        budgetChars = budget;
-        chunks = [...chunks.slice(0, i), ...chunk(chunks.slice(i).flat(), budgetChars)];
-      }
-      const now = Date.now();
-      if (!req.breaker.allows(now)) {
-        failure = 'circuit-open';
-        req.onFailure('circuit-open', req.breaker.consecutiveFailures);
-        failedAt = i;
-        break;
-      }
-      const messages = chunks[i] as GuardMessage[];
-      const stated = Math.max(64, Math.floor(req.maxSummaryTokens * STATED_BUDGET_SHARE));
-      const request = buildSummaryRequest(messages, { previousSummary: running, focus: req.focus, maxSummaryTokens: stated });
-      calls++;
-      inputTokens += Math.ceil((request.system.length + request.prompt.length) * req.tokensPerChar);
-      try {
-        running = await callOnce(
-          req.summarizer,
-          {
-            messages,
-            previousSummary: running,
-            instructions: request.system,
-            prompt: request.prompt,
-            focus: req.focus,
-            sessionId: req.sessionId,
-            maxSummaryTokens: req.maxSummaryTokens,
-          },
-          req.timeoutMs,
-          maxChars,
-          req.signal,
-        );
-        req.breaker.success();
-      } catch (error) {
-        const f = error instanceof Failure ? error : new Failure('error', error);
-        // The caller gave up: that says nothing about the summarizer's health.
-        if (f.reason !== 'aborted') req.breaker.failure(Date.now());
-        failure = f.reason;
-        req.onFailure(f.reason, req.breaker.consecutiveFailures, f.detail);
-        failedAt = i;
-        break;
-      }
+    if (!req.breaker.allows(Date.now())) return fallBack('circuit-open', rest());
+    const messages = chunks[i] as GuardMessage[];
+    const request = buildSummaryRequest(messages, { previousSummary: running, focus: req.focus, maxSummaryTokens: stated });
+    calls++;
+    inputTokens += Math.ceil((request.system.length + request.prompt.length) * req.tokensPerChar);
+    try {
+      running = await callOnce(
+        summarizer,
+        {
+          messages,
+          previousSummary: running,
+          instructions: request.system,
+          prompt: request.prompt,
+          focus: req.focus,
+          sessionId: req.sessionId,
+          maxSummaryTokens: req.maxSummaryTokens,
+        },
+        req.timeoutMs,
+        maxChars,
+        req.signal,
+      );
+      req.breaker.success();
+    } catch (error) {
+      const f = error instanceof Failure ? error : new Failure('error', error);
+      // The caller gave up: that says nothing about the summarizer's health.
+      if (f.reason !== 'aborted') req.breaker.failure(Date.now());
+      return fallBack(f.reason, rest(), f.detail);
     }
-    if (!failure) return { text: running ?? '', mechanical: false, calls, inputTokens };
-    // The messages from the failed chunk on go to the mechanical digest, on top of the summary so far.
-    return { text: fallbackDigest(chunks.slice(failedAt).flat(), running, maxChars, req), mechanical: true, calls, inputTokens };
   }
-  req.onFailure('missing', req.breaker.consecutiveFailures);
-  return { text: fallbackDigest(req.messages, running, maxChars, req), mechanical: true, calls, inputTokens };
+  return { text: running ?? '', mechanical: false, calls, inputTokens };
 }
 
 /**

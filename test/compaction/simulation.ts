@@ -9,7 +9,6 @@
 // through afterModel, as the AI SDK reports usage (or not, for providers without usage metadata).
 import { Buffer } from 'node:buffer';
 import { isDeepStrictEqual } from 'node:util';
-import { crc32 } from 'node:zlib';
 import { expect } from 'vitest';
 import {
   createContextGuard,
@@ -26,6 +25,9 @@ import {
 } from '../../src/index.ts';
 import { imageTokens, readImageDimensions } from '../../src/tokens/media.ts';
 import { recorder } from '../helpers.ts';
+import { pngBase64 } from '../png.ts';
+
+export { pngBase64 };
 import { expectInvariants, userText } from './invariants.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -48,35 +50,6 @@ export function prose(label: string, chars: number): string {
 /** Characters of text that cost `tokens` real tokens with a provider of this ratio. */
 export const charsFor = (tokens: number, ratio: number): number => Math.max(8, Math.round((tokens * 4) / ratio));
 
-/** A base64 PNG whose header gives `width` × `height`, padded with `paddingBytes` of IDAT data. */
-export function pngBase64(width: number, height: number, paddingBytes = 0): string {
-  const chunk = (type: string, data: Buffer): Buffer => {
-    const length = Buffer.alloc(4);
-    length.writeUInt32BE(data.length);
-    const body = Buffer.concat([Buffer.from(type, 'latin1'), data]);
-    const crc = Buffer.alloc(4);
-    crc.writeUInt32BE(crc32(body));
-    return Buffer.concat([length, body, crc]);
-  };
-  const ihdr = Buffer.alloc(13);
-  ihdr.writeUInt32BE(width, 0);
-  ihdr.writeUInt32BE(height, 4);
-  ihdr.writeUInt8(8, 8); // bit depth
-  ihdr.writeUInt8(2, 9); // truecolor
-  // Pseudo-random padding: the base64 must look like real image data, not a run of 'A's.
-  const idat = Buffer.alloc(paddingBytes);
-  for (let i = 0, x = width * 31 + height; i < paddingBytes; i++) {
-    x = (x * 1103515245 + 12345) >>> 0;
-    idat[i] = x >>> 24;
-  }
-  const png = Buffer.concat([
-    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-    chunk('IHDR', ihdr),
-    chunk('IDAT', idat),
-    chunk('IEND', Buffer.alloc(0)),
-  ]);
-  return png.toString('base64');
-}
 
 /** A base64 PDF with a page tree of `pages` pages up front, padded with `paddingBytes` of stream data. */
 export function pdfBase64(pages: number, paddingBytes = 0): string {
