@@ -22,6 +22,17 @@ export class ContextGuardConfigError extends Error {
   }
 }
 
+/**
+ * The smallest context window the guard accepts. Below it the fixed framing of a compaction (the
+ * summary's delimiters, the continuation, a placeholder per tool result) would not fit, and a
+ * value like `1`, `0.5` or `1.5` is a mistake (a fraction meant for `buffer`, say).
+ */
+export const MIN_CONTEXT_WINDOW = 1_000;
+
+const contextWindowTokens = z
+  .number({ error: `expected a number of tokens, at least ${MIN_CONTEXT_WINDOW}` })
+  .refine((n) => Number.isFinite(n) && n >= MIN_CONTEXT_WINDOW, `expected a finite number of tokens, at least ${MIN_CONTEXT_WINDOW}`);
+
 const positiveTokens = z
   .number({ error: 'expected a positive number of tokens' })
   .refine((n) => Number.isFinite(n) && n > 0, 'expected a positive, finite number of tokens');
@@ -52,8 +63,8 @@ const calibrationSchema = z
   .optional();
 
 export const optionsSchema = z.strictObject({
-  contextWindow: positiveTokens.optional(),
-  models: z.record(z.string(), positiveTokens, 'expected an object mapping model ids to windows').optional(),
+  contextWindow: contextWindowTokens.optional(),
+  models: z.record(z.string(), contextWindowTokens, 'expected an object mapping model ids to windows').optional(),
   buffer: z
     .number({ error: 'expected a number: tokens when >= 1, a fraction of the window when < 1' })
     .refine((n) => Number.isFinite(n) && n > 0, 'expected a positive number: tokens when >= 1, a fraction of the window when < 1')
@@ -72,8 +83,9 @@ export const optionsSchema = z.strictObject({
   onEvent: z.custom<(event: ContextGuardEvent) => void>(isFunction, 'expected a function').optional(),
   summarizer: z.custom<Summarizer>(isFunction, 'expected a function').optional(),
   redact: z.union([z.literal(false), z.custom<(text: string) => string>(isFunction)], { error: 'expected false or a function (text: string) => string' }).optional(),
-  summarizerContextWindow: positiveTokens.optional(),
+  summarizerContextWindow: contextWindowTokens.optional(),
   summarizerTimeoutMs: z.number().positive('expected a positive number of milliseconds').optional(),
+  compactionTimeoutMs: z.number().positive('expected a positive number of milliseconds').optional(),
   retention: z.enum(['keep-recent', 'summarize-all'], { error: "expected 'keep-recent' or 'summarize-all'" }).optional(),
   target: tokensOrFraction.optional(),
   keepRecentTokens: tokensOrFraction.optional(),
@@ -170,6 +182,13 @@ export interface ContextGuardOptions {
   /** A summarizer call taking longer is aborted (its `signal` fires) and the fallback used. Default 60,000. */
   summarizerTimeoutMs?: number;
   /**
+   * Deadline of a whole compaction, all summarizer calls together (a long history is summarized in
+   * several chunks, one call each). Past it the running call is aborted and what is left is folded
+   * into the mechanical digest, so a slow summarizer cannot hold a model call for minutes.
+   * Default 90,000.
+   */
+  compactionTimeoutMs?: number;
+  /**
    * What compaction keeps verbatim. `keep-recent` (default): the system messages, the first user
    * request and a recent tail of `keepRecentTokens`; the rest becomes one summary. `summarize-all`:
    * the request becomes exactly [system..., summary, continuation].
@@ -219,6 +238,7 @@ export interface CompactionSettings {
   maxSummaryTokens: number;
   summarizerContextWindow: number;
   summarizerTimeoutMs: number;
+  compactionTimeoutMs: number;
   prune: false | { maxToolResultTokens: number; protectRecentTokens: number; neverPrune: readonly string[] };
   fileOps: false | FileOpsConfig;
 }
@@ -245,6 +265,7 @@ export interface ResolvedOptions {
   redact: (text: string) => string;
   summarizerContextWindow: number | undefined;
   summarizerTimeoutMs: number;
+  compactionTimeoutMs: number;
   retention: 'keep-recent' | 'summarize-all';
   target: number;
   keepRecentTokens: number;
@@ -270,6 +291,7 @@ export const DEFAULTS = {
   maxToolResultFraction: 0.1,
   maxToolResultTokens: 20_000,
   summarizerTimeoutMs: 60_000,
+  compactionTimeoutMs: 90_000,
   circuitBreaker: { failures: 3, cooldownMs: 5 * 60_000 },
 } as const;
 
@@ -292,6 +314,7 @@ export function compactionSettings(o: ResolvedOptions, window: number, threshold
     maxSummaryTokens: o.maxSummaryTokens ?? Math.max(256, Math.floor(buffer / 2)),
     summarizerContextWindow: o.summarizerContextWindow ?? window,
     summarizerTimeoutMs: o.summarizerTimeoutMs,
+    compactionTimeoutMs: o.compactionTimeoutMs,
     prune:
       o.prune === false
         ? false
@@ -373,6 +396,7 @@ export function resolveOptions(input: unknown): ResolvedOptions {
     redact: o.redact === false ? (text: string) => text : (o.redact ?? redactSecrets),
     summarizerContextWindow: o.summarizerContextWindow,
     summarizerTimeoutMs: o.summarizerTimeoutMs ?? DEFAULTS.summarizerTimeoutMs,
+    compactionTimeoutMs: o.compactionTimeoutMs ?? DEFAULTS.compactionTimeoutMs,
     retention: o.retention ?? 'keep-recent',
     target: o.target ?? DEFAULTS.target,
     keepRecentTokens: o.keepRecentTokens ?? DEFAULTS.keepRecentTokens,

@@ -50,11 +50,18 @@ export interface UsageRecordedEvent extends SessionEvent {
   relativeError: number;
 }
 
-/** afterModel got usage it cannot trust (missing, NaN, negative, ...) and ignored it. */
+/**
+ * afterModel got usage it cannot trust and ignored it: missing, NaN, negative, or `implausible`: a
+ * count far outside what the request could cost (relative to its estimate, the window and the
+ * previous counts), such as `1e12` or a cache count that overflows to `Infinity`. An ignored count
+ * never changes the calibration, so it can never drive a compaction.
+ */
 export interface UsageIgnoredEvent extends SessionEvent {
   type: 'usage-ignored';
-  reason: 'missing' | 'invalid-input-tokens' | 'invalid-output-tokens' | 'no-request';
+  reason: 'missing' | 'invalid-input-tokens' | 'invalid-output-tokens' | 'no-request' | 'implausible';
   usage: unknown;
+  /** For `implausible`: the range of input tokens the request could plausibly have cost. */
+  plausible?: { min: number; max: number };
 }
 
 /** A configuration problem found at call time (an unknown model without a window). */
@@ -78,7 +85,7 @@ export interface ConfigWarningEvent {
 export interface ErrorEvent {
   type: 'error';
   sessionId?: string;
-  stage: 'beforeModel' | 'afterModel' | 'status' | 'store' | 'compaction' | 'beforeCompact' | 'afterCompact' | 'compact';
+  stage: 'beforeModel' | 'afterModel' | 'status' | 'store' | 'compaction' | 'beforeCompact' | 'afterCompact' | 'compact' | 'recoverFromOverflow';
   error: unknown;
 }
 
@@ -125,9 +132,10 @@ export interface SummarizerFailedEvent extends SessionEvent {
   /**
    * `circuit-open`: skipped after repeated failures, without calling it; `missing`: no summarizer
    * is configured; `no-room`: the instructions alone would fill the summarizer's window;
-   * `aborted`: the model call's own signal fired (not counted by the circuit breaker).
+   * `aborted`: the model call's own signal fired (not counted by the circuit breaker);
+   * `deadline`: the whole compaction reached `compactionTimeoutMs`, the rest was folded mechanically.
    */
-  reason: 'error' | 'timeout' | 'empty' | 'too-large' | 'circuit-open' | 'missing' | 'no-room' | 'aborted';
+  reason: 'error' | 'timeout' | 'empty' | 'too-large' | 'circuit-open' | 'missing' | 'no-room' | 'aborted' | 'deadline';
   error?: unknown;
   /** Consecutive failures so far (the circuit breaker's count). */
   consecutiveFailures: number;
@@ -147,6 +155,41 @@ export interface OverflowEvent extends SessionEvent {
   contextWindow: number;
 }
 
+/**
+ * A mechanical digest could not keep the start of every message it stands for, even with each
+ * entry cut to its shortest: tool output and assistant text went first, and `lostUserMessages`
+ * user messages could not be kept at all (the digest says so too). Only on very small windows.
+ */
+export interface DigestLossEvent extends SessionEvent {
+  type: 'digest-loss';
+  /** Messages the digest names only by count. */
+  lostMessages: number;
+  /** Of those, user messages. */
+  lostUserMessages: number;
+}
+
+/**
+ * beforeModel received entries it cannot send (`null`, a non-object, a message without a known
+ * role, content that cannot be measured such as a cyclic value): they were left out of the prompt.
+ */
+export interface InvalidMessagesEvent extends SessionEvent {
+  type: 'invalid-messages';
+  /** Indices in the host's `messages`. */
+  indices: number[];
+  /** Why, per index (same order). */
+  reasons: string[];
+}
+
+/**
+ * The provider rejected a prompt for its length. The count it reported (when it did) was recorded,
+ * a compaction was requested, and the adapter retries the call once with the compacted prompt.
+ */
+export interface OverflowRetryEvent extends SessionEvent {
+  type: 'overflow-retry';
+  /** The prompt's size as the provider reported it in its error, when it did. */
+  reportedTokens?: number;
+}
+
 export type ContextGuardEvent =
   | EstimateEvent
   | WarningEvent
@@ -160,6 +203,9 @@ export type ContextGuardEvent =
   | CompactionStartEvent
   | CompactionEndEvent
   | SummarizerFailedEvent
-  | OverflowEvent;
+  | OverflowEvent
+  | DigestLossEvent
+  | InvalidMessagesEvent
+  | OverflowRetryEvent;
 
 export type ContextGuardEventType = ContextGuardEvent['type'];

@@ -10,6 +10,7 @@ import { CircuitBreaker, summarize } from './compaction/summarize.ts';
 import type { CompactionReason, CompactionResult } from './compaction/types.ts';
 import type { ContextGuardEvent, StoreFailedEvent } from './events.ts';
 import type { GuardMessage, ToolDefinition } from './messages.ts';
+import { isContextLengthError, promptTokensFromError } from './overflow.ts';
 import { KeyedLock } from './state/lock.ts';
 import { MemoryStore } from './state/memory.ts';
 import { emptySessionState, type CalibrationState, type PendingRequest, type SessionState, type SessionStatus } from './state/session.ts';
@@ -83,6 +84,19 @@ export interface AfterModelInput {
   usage: ModelUsage | undefined | null;
 }
 
+export interface RecoverFromOverflowInput {
+  sessionId: string;
+  /** What the model call threw (or the error part a stream ended with). */
+  error: unknown;
+}
+
+export interface RecoverFromOverflowResult {
+  /** Whether the error is a context-length rejection the guard prepared a retry for. */
+  retry: boolean;
+  /** The prompt's size as the provider reported it, when the error says. */
+  reportedTokens?: number;
+}
+
 export interface ContextGuard {
   beforeModel(input: BeforeModelInput): Promise<BeforeModelResult>;
   afterModel(input: AfterModelInput): Promise<void>;
@@ -95,6 +109,13 @@ export interface ContextGuard {
   compact(sessionId: string, options?: CompactOptions): Promise<void>;
   /** Drops a session's state (its calibration, summary and cached measures). */
   reset(sessionId: string): Promise<void>;
+  /**
+   * After a model call failed: when the error is a provider's context-length rejection, records the
+   * prompt size it reports (a real count), requests a compaction and answers `retry: true`: the
+   * caller then runs beforeModel again and retries the call once. Any other error: `retry: false`,
+   * nothing changes. One guard operation (one lock, one store round trip); never throws.
+   */
+  recoverFromOverflow(input: RecoverFromOverflowInput): Promise<RecoverFromOverflowResult>;
   /** The validated options with their defaults. */
   readonly options: Readonly<ResolvedOptions>;
 }
@@ -714,6 +735,24 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
         });
       } catch (error) {
         emit({ type: 'error', ...(typeof sessionId === 'string' && sessionId ? { sessionId } : {}), stage: 'compact', error });
+      }
+    },
+
+    async recoverFromOverflow(input) {
+      const sessionId = typeof input?.sessionId === 'string' ? input.sessionId : '';
+      try {
+        if (!sessionId || !isContextLengthError(input.error)) return { retry: false };
+        const reportedTokens = promptTokensFromError(input.error);
+        await inCall(sessionId, async () => {
+          if (reportedTokens !== undefined) await afterModelLocked({ sessionId, usage: { inputTokens: reportedTokens } });
+          const state = await load(sessionId);
+          await commit(sessionId, state, (current) => ({ ...current, compactRequest: current.compactRequest ?? {} }));
+        });
+        emit({ type: 'overflow-retry', sessionId, ...(reportedTokens !== undefined ? { reportedTokens } : {}) });
+        return { retry: true, ...(reportedTokens !== undefined ? { reportedTokens } : {}) };
+      } catch (error) {
+        emit({ type: 'error', ...(sessionId ? { sessionId } : {}), stage: 'recoverFromOverflow', error });
+        return { retry: false };
       }
     },
 

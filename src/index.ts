@@ -24,7 +24,8 @@ export type {
   Summarizer,
   SummarizerInput,
 } from './compaction/types.ts';
-export type { CompactOptions } from './guard.ts';
+export type { CompactOptions, RecoverFromOverflowInput, RecoverFromOverflowResult } from './guard.ts';
+export { isContextLengthError, promptTokensFromError } from './overflow.ts';
 export type { PruneOptions } from './config.ts';
 export type { FileOpsConfig } from './compaction/file-ops.ts';
 export { DEFAULT_FILE_OPS } from './compaction/file-ops.ts';
