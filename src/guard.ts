@@ -15,7 +15,15 @@ import { KeyedLock } from './state/lock.ts';
 import { MemoryStore } from './state/memory.ts';
 import { emptySessionState, type CalibrationState, type PendingRequest, type SessionState, type SessionStatus } from './state/session.ts';
 import type { StateStore } from './state/store.ts';
-import { estimate, priceAfterReset, recordRealCount, resetCalibration, tokensPerCharAfterReset } from './tokens/calibration.ts';
+import {
+  estimate,
+  plausibleInputRange,
+  plausibleOutputMax,
+  priceAfterReset,
+  recordRealCount,
+  resetCalibration,
+  tokensPerCharAfterReset,
+} from './tokens/calibration.ts';
 import { CHARACTER_MEASURE, encodingFor, textMeasure, type TextMeasure } from './tokens/exact.ts';
 import { mediaProviderForModel } from './tokens/media.ts';
 import { extendsPrompt, PromptMeasurer, type MeasuredPrompt } from './tokens/prompt-measure.ts';
@@ -649,16 +657,24 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
       emit({ type: 'usage-ignored', sessionId, reason: 'invalid-input-tokens', usage });
       return;
     }
-    const outputValid = usage.outputTokens === undefined || isCount(usage.outputTokens);
-    if (!outputValid) emit({ type: 'usage-ignored', sessionId, reason: 'invalid-output-tokens', usage });
-    const outputTokens = outputValid ? usage.outputTokens : undefined;
-    const inputTokens = usage.inputTokens + (extra as number[]).reduce((a, b) => a + b, 0);
-
     const state = await load(sessionId);
-    if (!state.calibration.pending) {
+    const pending = state.calibration.pending;
+    if (!pending) {
       emit({ type: 'usage-ignored', sessionId, reason: 'no-request', usage });
       return;
     }
+    const contextWindow = state.status?.contextWindow;
+    // Each count finite, the sum too: two cache counts of 1e308 add up to Infinity.
+    const inputTokens = usage.inputTokens + (extra as number[]).reduce((a, b) => a + b, 0);
+    const plausible = plausibleInputRange(pending, resolved.calibration, contextWindow);
+    if (!Number.isFinite(inputTokens) || inputTokens < plausible.min || inputTokens > plausible.max) {
+      emit({ type: 'usage-ignored', sessionId, reason: 'implausible', usage, plausible });
+      return;
+    }
+    const outputValid = usage.outputTokens === undefined || (isCount(usage.outputTokens) && usage.outputTokens <= plausibleOutputMax(contextWindow));
+    if (!outputValid) emit({ type: 'usage-ignored', sessionId, reason: 'invalid-output-tokens', usage });
+    const outputTokens = outputValid ? usage.outputTokens : undefined;
+
     const tokens = inputTokens + (outputTokens ?? 0);
     let recorded: PendingRequest | undefined;
     await commit(sessionId, state, (current) => {

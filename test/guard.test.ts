@@ -50,7 +50,8 @@ describe('beforeModel', () => {
     const ev = recorder();
     const guard = createContextGuard({ contextWindow: 100_000, onEvent: ev.onEvent });
     await guard.beforeModel({ sessionId: 's', messages: [userOfTokens(1_000)] });
-    await guard.afterModel({ sessionId: 's', usage: { inputTokens: 50_000 } });
+    // 20× the heuristic: within what a hidden prompt makes plausible, beyond the clamp.
+    await guard.afterModel({ sessionId: 's', usage: { inputTokens: 20_000 } });
     const r = await guard.beforeModel({ sessionId: 's', messages: [userOfTokens(2_000, 'y')] });
     expect(ev.last('estimate')).toMatchObject({ method: 'scaled', correction: 5 });
     expect(r.tokens).toBe(10_000);

@@ -299,5 +299,6 @@ async function summarizeRaw(req: SummarizeRequest, override?: string): Promise<S
 function fallbackDigest(messages: GuardMessage[], previous: string | undefined, maxChars: number, req: SummarizeRequest): string {
   const previousSummary = previous !== undefined && previous.length > maxChars ? clipMiddle(previous, maxChars) : previous;
   const room = req.roomTokens !== undefined && req.roomTokens > 0 ? req.roomTokens / req.tokensPerChar : 0;
+  if (process.env.DBG) console.log("fallbackDigest", { n: messages.length, prev: previous?.length, maxChars, roomTokens: req.roomTokens, tpc: req.tokensPerChar, room });
   return mechanicalSummary(messages, { previousSummary, maxChars: Math.floor(Math.max(maxChars * 1.5, room)) });
 }

@@ -166,3 +166,36 @@ export function tokensPerCharAfterReset(state: CalibrationState, c: ResolvedCali
   if (!ref) return c.default / CHARS_PER_TOKEN;
   return Math.max(ratioCorrection(ref, c), marginalCorrection(state, c)) / CHARS_PER_TOKEN;
 }
+
+/**
+ * Tokens a provider may count beyond calibration.max × the heuristic: an invisible constant part
+ * (a hidden system prompt, tool formatting). Claude Code's is ~26k on a 200k window; a quarter of
+ * the window (at least 8k, 50k when no window is known) leaves room for such a part.
+ */
+function invisibleAllowance(contextWindow: number | undefined): number {
+  return contextWindow === undefined ? 50_000 : Math.max(8_000, contextWindow / 4);
+}
+
+/**
+ * The input tokens a request could plausibly have cost. A real count outside this range is a
+ * provider or adapter bug (a sum of every step, a count that excludes the cache, a corrupted
+ * number), and one such count would otherwise anchor every later estimate: far too high, it makes
+ * each call compact the history away; far too low, it sends prompts over the window.
+ * - at most calibration.max × the text's heuristic + twice the media estimate + an invisible part,
+ *   and at most twice the window plus that part (no provider answers a prompt far over its window);
+ * - at least a tenth of the text's heuristic (the densest text, long runs of one character, costs
+ *   about an eighth), checked only on prompts large enough for the ratio to mean something.
+ */
+export function plausibleInputRange(request: RequestMeasure, c: ResolvedCalibration, contextWindow: number | undefined): { min: number; max: number } {
+  const text = request.chars / CHARS_PER_TOKEN;
+  const allowance = invisibleAllowance(contextWindow);
+  const byEstimate = c.max * text + 2 * request.mediaTokens + allowance;
+  const byWindow = contextWindow === undefined ? Number.POSITIVE_INFINITY : 2 * contextWindow + allowance;
+  const min = text >= 1_000 ? Math.floor(text / 10) : 1;
+  return { min, max: Math.ceil(Math.min(byEstimate, Math.max(byWindow, 2 * request.mediaTokens + allowance))) };
+}
+
+/** Output tokens a response could plausibly have cost: at most the window (1M when unknown). */
+export function plausibleOutputMax(contextWindow: number | undefined): number {
+  return contextWindow ?? 1_000_000;
+}

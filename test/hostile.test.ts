@@ -1,0 +1,239 @@
+// Hostile and unlucky input through the core guard (issue 11): implausible usage, media and giant
+// system prompts on small windows, malformed entries, reused tool-call ids, user text that looks
+// like the guard's own markers. Each case reproduces a defect found by probing the guard from the
+// outside; the assertions are the promises of DESIGN.md (never over, never lose the user's words,
+// never throw, fail closed).
+import { describe, expect, it } from 'vitest';
+import { createContextGuard, type GuardMessage, type UserMessage } from '../src/index.ts';
+import { ContextGuardConfigError } from '../src/config.ts';
+import { expectInvariants, userText } from './compaction/invariants.ts';
+import { text } from './compaction/builders.ts';
+import { assistant, recorder, system, toolStep, user } from './helpers.ts';
+import { pngBase64 } from './png.ts';
+
+function history(pairs: number, chars = 400): GuardMessage[] {
+  const messages: GuardMessage[] = [system('You are a coding agent.')];
+  for (let i = 0; i < pairs; i++) {
+    messages.push(user(text(`U${i} fact-${i}`, chars)));
+    messages.push(assistant(text(`A${i}`, chars)));
+  }
+  messages.push(user('latest request: finish the migration'));
+  return messages;
+}
+
+describe('implausible usage never drives a compaction', () => {
+  const outliers: Array<[string, Record<string, number>]> = [
+    ['1e12', { inputTokens: 1e12 }],
+    ['1e308', { inputTokens: 1e308 }],
+    ['2**53 + 10', { inputTokens: 2 ** 53 + 10 }],
+    ['cache counts that sum to Infinity', { inputTokens: 1_000, cacheReadInputTokens: 1e308, cacheWriteInputTokens: 1e308 }],
+    ['1 token for a 10k-character prompt', { inputTokens: 1 }],
+  ];
+  for (const [name, usage] of outliers) {
+    it(`${name}: rejected with an event, every message still sent`, async () => {
+      const ev = recorder();
+      const guard = createContextGuard({ contextWindow: 32_000, onEvent: ev.onEvent });
+      const messages = history(21);
+      expect(messages.length).toBe(44);
+      const first = await guard.beforeModel({ sessionId: 's', messages });
+      expect(first.messages).toHaveLength(44);
+      await guard.afterModel({ sessionId: 's', usage: usage as never });
+      expect(ev.of('usage-ignored').map((e) => e.reason)).toEqual(['implausible']);
+      expect(ev.of('usage-recorded')).toHaveLength(0);
+      const next = [...messages, assistant('done with step 1'), user('and now step 2')];
+      const second = await guard.beforeModel({ sessionId: 's', messages: next });
+      expect(second.messages).toHaveLength(46);
+      expect(second.compaction).toBeUndefined();
+      expect(second.tokens).toBeLessThan(second.threshold);
+      // Normal usage afterwards is accepted.
+      await guard.afterModel({ sessionId: 's', usage: { inputTokens: Math.round(second.tokens * 1.1) } });
+      expect(ev.of('usage-recorded')).toHaveLength(1);
+      const third = await guard.beforeModel({ sessionId: 's', messages: [...next, assistant('ok'), user('step 3')] });
+      expect(third.messages).toHaveLength(48);
+    });
+  }
+
+  it('a plausible count well above the estimate (a hidden system prompt) is still accepted', async () => {
+    const ev = recorder();
+    const guard = createContextGuard({ contextWindow: 200_000, onEvent: ev.onEvent });
+    const r = await guard.beforeModel({ sessionId: 's', messages: history(3) });
+    // A 26k-token hidden prompt over a ~1k-token conversation.
+    await guard.afterModel({ sessionId: 's', usage: { inputTokens: r.tokens + 26_000 } });
+    expect(ev.of('usage-recorded')).toHaveLength(1);
+  });
+});
+
+describe('media are replaced by placeholders when the prompt cannot fit otherwise', () => {
+  it('eight 1500×1500 PNGs in the latest user message on an 8k window', async () => {
+    const ev = recorder();
+    const guard = createContextGuard({ contextWindow: 8_000, onEvent: ev.onEvent });
+    const image = pngBase64(1500, 1500, 2_000);
+    const latest: UserMessage = {
+      role: 'user',
+      content: [
+        { type: 'text', text: 'What differs between these screenshots?' },
+        ...Array.from({ length: 8 }, (_, i) => ({ type: 'image' as const, image, mediaType: 'image/png', providerOptions: { test: { i } } })),
+      ],
+    };
+    const messages: GuardMessage[] = [system('You review UI changes.'), user('hello'), assistant('hi'), latest];
+    // No model id: each image is priced at the most any provider bills (1,600 tokens): 12.8k in all.
+    const r = await guard.beforeModel({ sessionId: 's', messages });
+    expect(r.tokens).toBeLessThanOrEqual(r.threshold);
+    const sent = r.messages[r.messages.length - 1] as UserMessage;
+    expect(userText(sent)).toContain('What differs between these screenshots?');
+    const parts = sent.content as Array<{ type: string; text?: string }>;
+    const images = parts.filter((p) => p.type === 'image');
+    const placeholders = parts.filter((p) => p.type === 'text' && /image\/png/.test(p.text ?? ''));
+    expect(images.length).toBeGreaterThan(0);
+    expect(images.length + placeholders.length).toBe(8);
+    // Oldest first: the kept images are the last ones.
+    expect(parts[parts.length - 1]?.type).toBe('image');
+    expect(ev.of('overflow')).toHaveLength(0);
+  });
+
+  it('a 2 MB base64 PDF in the latest user message on an 8k window', async () => {
+    const guard = createContextGuard({ contextWindow: 8_000 });
+    const pdf = Buffer.alloc(1_500_000, 'x').toString('base64');
+    const latest: UserMessage = {
+      role: 'user',
+      content: [
+        { type: 'text', text: 'Summarize the attached report.' },
+        { type: 'file', data: `%PDF-1.7 ${pdf}`, mediaType: 'application/pdf', filename: 'report.pdf' },
+      ],
+    };
+    const r = await guard.beforeModel({ sessionId: 's', messages: [system('s'), latest] });
+    expect(r.tokens).toBeLessThanOrEqual(r.threshold);
+    const sent = userText(r.messages[r.messages.length - 1] as GuardMessage);
+    expect(sent).toContain('Summarize the attached report.');
+    expect(sent).toMatch(/application\/pdf/);
+    expect(sent).toMatch(/report\.pdf/);
+  });
+});
+
+describe('the latest user request stays whole when a large fixed part leaves room for it', () => {
+  it('a system prompt near the threshold: the request is sent whole, and the guard does not compact on every call', async () => {
+    const ev = recorder();
+    const guard = createContextGuard({ contextWindow: 8_000, onEvent: ev.onEvent });
+    const sys = system(text('SYSTEM', 14_000)); // ~5.3k of the 6.4k threshold at the default 1.5 correction
+    let messages: GuardMessage[] = [sys];
+    const request = text('REQUEST keep every word of this request', 1_500);
+    let compactions = 0;
+    for (let i = 0; i < 12; i++) {
+      messages = [...messages, user(i === 11 ? request : text(`U${i}`, 500)), ...(i === 11 ? [] : [assistant(text(`A${i}`, 500))])];
+      if (i < 11) continue;
+    }
+    for (let call = 0; call < 6; call++) {
+      const input = [...messages, ...(call > 0 ? [assistant(text(`step${call}`, 200)), user(`${request} (${call})`)] : [])];
+      const r = await guard.beforeModel({ sessionId: 's', messages: input });
+      if (r.compaction) compactions++;
+      const latest = input[input.length - 1] as GuardMessage;
+      expect(r.messages.some((m) => m.role === 'user' && userText(m).includes(userText(latest)))).toBe(true);
+      expect(r.tokens).toBeLessThanOrEqual(r.threshold);
+      messages = input;
+    }
+    expect(compactions).toBeLessThanOrEqual(2);
+  });
+
+  it('an irreducible part over the threshold: one overflow event, then no compaction until something new can be compacted', async () => {
+    const ev = recorder();
+    const guard = createContextGuard({ contextWindow: 8_000, onEvent: ev.onEvent });
+    const sys = system(text('SYSTEM', 20_000)); // over the threshold alone
+    const input = [sys, user('first'), assistant('answer'), user('second request')];
+    const a = await guard.beforeModel({ sessionId: 's', messages: input });
+    expect(ev.of('overflow')).toHaveLength(1);
+    expect(userText(a.messages[a.messages.length - 1] as GuardMessage)).toBe('second request');
+    const b = await guard.beforeModel({ sessionId: 's', messages: input });
+    expect(b.compaction).toBeUndefined();
+    expect(ev.of('overflow')).toHaveLength(1);
+    expect(b.messages).toEqual(a.messages);
+  });
+});
+
+describe('malformed entries: dropped with an event, never the raw prompt', () => {
+  it('a null message among 202: the rest is guarded as usual', async () => {
+    const ev = recorder();
+    const guard = createContextGuard({ contextWindow: 8_000, onEvent: ev.onEvent });
+    const messages = history(100) as unknown[];
+    messages.splice(50, 0, null);
+    const r = await guard.beforeModel({ sessionId: 's', messages: messages as GuardMessage[] });
+    expect(r.threshold).toBeLessThan(8_000);
+    expect(r.tokens).toBeLessThanOrEqual(r.threshold);
+    expect(r.messages).not.toContain(null);
+    expect(ev.of('invalid-messages')[0]?.indices).toEqual([50]);
+    expect(ev.of('error')).toHaveLength(0);
+  });
+
+  it('a tool input with a cycle', async () => {
+    const ev = recorder();
+    const guard = createContextGuard({ contextWindow: 8_000, onEvent: ev.onEvent });
+    const cyclic: Record<string, unknown> = { path: 'a.ts' };
+    cyclic['self'] = cyclic;
+    const messages = [...history(100).slice(0, -1), ...toolStep('c1', cyclic, 'file body'), user('latest')];
+    const r = await guard.beforeModel({ sessionId: 's', messages });
+    expect(r.threshold).toBeLessThan(8_000);
+    expect(r.tokens).toBeLessThanOrEqual(r.threshold);
+    expect(userText(r.messages[r.messages.length - 1] as GuardMessage)).toBe('latest');
+    expect(ev.of('error')).toHaveLength(0);
+  });
+
+  it('non-object entries and unknown roles are dropped and reported', async () => {
+    const ev = recorder();
+    const guard = createContextGuard({ contextWindow: 8_000, onEvent: ev.onEvent });
+    const messages = [system('s'), 42, 'text', { content: 'no role' }, { role: 'wizard', content: 'x' }, undefined, user('hello')] as unknown as GuardMessage[];
+    const r = await guard.beforeModel({ sessionId: 's', messages });
+    expect(r.messages).toEqual([system('s'), user('hello')]);
+    expect(ev.of('invalid-messages')[0]?.indices).toEqual([1, 2, 3, 4, 5]);
+  });
+});
+
+describe('reused tool-call ids', () => {
+  it('the newest result with a reused id is sent whole, not as a placeholder', async () => {
+    const guard = createContextGuard({ contextWindow: 8_000 });
+    const messages: GuardMessage[] = [system('s'), user('read the files')];
+    for (let i = 0; i < 6; i++) messages.push(...toolStep('call_0', { path: `old${i}.ts` }, text(`OLD${i}`, 3_000)));
+    messages.push(...toolStep('call_0', { path: 'new.ts' }, text('NEWEST result', 1_000)));
+    const r = await guard.beforeModel({ sessionId: 's', messages });
+    expect(r.compaction).toBeDefined();
+    const last = r.messages[r.messages.length - 1] as GuardMessage;
+    expect(JSON.stringify(last.content)).toContain('NEWEST result');
+    expect(JSON.stringify(last.content)).not.toMatch(/removed to save context/);
+  });
+});
+
+describe('user text that looks like the guard’s markers is the user’s', () => {
+  it('an older user message starting with [Continue] reaches the summarizer', async () => {
+    const seen: string[] = [];
+    const guard = createContextGuard({
+      contextWindow: 8_000,
+      summarizer: ({ messages }) => {
+        seen.push(...messages.map((m) => userText(m)));
+        return 'summary';
+      },
+    });
+    const messages = history(30);
+    messages.splice(3, 0, user('[Continue] with the plan we agreed on: never touch the billing tables'));
+    const r = await guard.beforeModel({ sessionId: 's', messages });
+    expect(r.compaction?.strategy).toBe('summary');
+    expect(seen.some((t) => t.includes('never touch the billing tables'))).toBe(true);
+  });
+
+  it('a latest request starting with [Context Summary] is the request, not a summary', async () => {
+    const guard = createContextGuard({ contextWindow: 8_000, retention: 'summarize-all', summarizer: () => 'summary of the work' });
+    const messages = [...history(30).slice(0, -1), user('[Context Summary] please: write one for the release notes')];
+    const r = await guard.beforeModel({ sessionId: 's', messages });
+    expect(r.compaction).toBeDefined();
+    const texts = r.messages.map((m) => userText(m)).join('\n');
+    expect(texts).toContain('[Context Summary] please: write one for the release notes');
+    expect(texts).not.toContain('U29 fact-29');
+    expectInvariants(messages, r);
+  });
+});
+
+describe('contextWindow has a documented minimum', () => {
+  for (const contextWindow of [1, 0.5, 1.5, 999]) {
+    it(`${contextWindow} is rejected at creation`, () => {
+      expect(() => createContextGuard({ contextWindow })).toThrow(ContextGuardConfigError);
+      expect(() => createContextGuard({ models: { m: contextWindow } })).toThrow(/models\.m/);
+    });
+  }
+});
