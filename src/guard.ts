@@ -11,6 +11,7 @@ import type { CompactionReason, CompactionResult } from './compaction/types.ts';
 import type { ContextGuardEvent, StoreFailedEvent } from './events.ts';
 import type { GuardMessage, ToolDefinition } from './messages.ts';
 import { isContextLengthError, promptTokensFromError } from './overflow.ts';
+import { minimalPrompt, validMessages } from './safety.ts';
 import { KeyedLock } from './state/lock.ts';
 import { MemoryStore } from './state/memory.ts';
 import { emptySessionState, type CalibrationState, type PendingRequest, type SessionState, type SessionStatus } from './state/session.ts';
@@ -27,7 +28,7 @@ import {
 import { CHARACTER_MEASURE, encodingFor, textMeasure, type TextMeasure } from './tokens/exact.ts';
 import { mediaProviderForModel } from './tokens/media.ts';
 import { extendsPrompt, PromptMeasurer, type MeasuredPrompt } from './tokens/prompt-measure.ts';
-import { CHARS_PER_TOKEN } from './tokens/heuristic.ts';
+import { CHARS_PER_TOKEN, measureMessage } from './tokens/heuristic.ts';
 import { resolveModelInfo } from './tokens/windows.ts';
 
 export interface BeforeModelInput {
@@ -705,19 +706,53 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
     });
   }
 
+  /**
+   * What a call that failed inside the guard sends: never the raw input (it may be far over the
+   * window), but the smallest prompt that fits, priced at the default correction. Unguarded only
+   * when no window is known at all, as any call for that model would be.
+   */
+  function failClosed(input: BeforeModelInput | undefined, messages: readonly GuardMessage[]): BeforeModelResult {
+    let contextWindow: number | undefined;
+    try {
+      contextWindow = windowFor(input?.sessionId ?? '', input?.modelId, input?.contextWindow);
+    } catch {
+      contextWindow = resolved.contextWindow;
+    }
+    const valid = validMessages(messages).messages;
+    if (contextWindow === undefined) return { messages: valid.slice(), tokens: 0, threshold: Number.POSITIVE_INFINITY, contextWindow, fraction: 0 };
+    const threshold = thresholdFor(contextWindow, resolved.buffer) > 0 ? thresholdFor(contextWindow, resolved.buffer) : thresholdFor(contextWindow, undefined);
+    const correction = resolved.calibration.default;
+    const out = minimalPrompt(valid, threshold, correction);
+    let tokens = 0;
+    for (const m of out) {
+      try {
+        const measure = measureMessage(m, 'generic');
+        tokens += (measure.chars / CHARS_PER_TOKEN) * correction + measure.mediaTokens;
+      } catch {
+        // Counted as nothing: minimalPrompt already priced what it kept.
+      }
+    }
+    tokens = Math.ceil(tokens);
+    return { messages: out, tokens, threshold, contextWindow, fraction: tokens / contextWindow };
+  }
+
   return {
     options: resolved,
 
     async beforeModel(input) {
-      const messages = Array.isArray(input?.messages) ? input.messages : [];
+      const raw: readonly unknown[] = Array.isArray(input?.messages) ? input.messages : [];
       const sessionId = typeof input?.sessionId === 'string' ? input.sessionId : '';
+      let messages: readonly GuardMessage[] = raw as readonly GuardMessage[];
       try {
         if (!sessionId) throw new TypeError('beforeModel: `sessionId` must be a non-empty string');
         if (!Array.isArray(input.messages)) throw new TypeError('beforeModel: `messages` must be an array');
-        return await inCall(sessionId, () => beforeModelLocked(input));
+        const checked = validMessages(raw);
+        messages = checked.messages;
+        if (checked.dropped.length > 0) emit({ type: 'invalid-messages', sessionId, indices: checked.dropped, reasons: checked.reasons });
+        return await inCall(sessionId, () => beforeModelLocked({ ...input, messages }));
       } catch (error) {
         emit({ type: 'error', ...(sessionId ? { sessionId } : {}), stage: 'beforeModel', error });
-        return { messages: messages.slice(), tokens: 0, threshold: Number.POSITIVE_INFINITY, contextWindow: undefined, fraction: 0 };
+        return failClosed(input, messages);
       }
     },
 

@@ -16,7 +16,14 @@ function hashString(h: number, s: string): number {
   return h;
 }
 
-function hashValue(h: number, value: unknown, key: string | undefined): number {
+/** Deepest nesting hashed; deeper values count by their depth only (no provider sends them anyway). */
+const MAX_DEPTH = 64;
+
+/**
+ * `ancestors` holds the objects on the path from the root: a value that contains itself (a cyclic
+ * tool input) hashes the back-reference as a marker instead of recursing forever.
+ */
+function hashValue(h: number, value: unknown, key: string | undefined, ancestors: object[] = []): number {
   if (typeof value === 'string') {
     const isData = key === 'data' || key === 'image';
     return isData && value.length > DATA_SAMPLE
@@ -28,19 +35,23 @@ function hashValue(h: number, value: unknown, key: string | undefined): number {
   if (value instanceof Uint8Array) return hashString(h, `bytes:${value.byteLength}:${value.subarray(0, DATA_SAMPLE).join(',')}`);
   if (value instanceof ArrayBuffer) return hashValue(h, new Uint8Array(value), key);
   if (value instanceof URL) return hashString(h, value.href);
+  if (typeof value !== 'object') return h;
+  if (ancestors.includes(value)) return hashString(h, `<cycle:${ancestors.length - ancestors.indexOf(value)}>`);
+  if (ancestors.length >= MAX_DEPTH) return hashString(h, '<deep>');
+  ancestors.push(value);
   if (Array.isArray(value)) {
     h = hashString(h, '[');
-    for (const item of value) h = hashValue(h, item, undefined);
-    return hashString(h, ']');
-  }
-  if (typeof value === 'object') {
+    for (const item of value) h = hashValue(h, item, undefined, ancestors);
+    h = hashString(h, ']');
+  } else {
     h = hashString(h, '{');
     for (const k of Object.keys(value)) {
       h = hashString(h, k);
-      h = hashValue(h, (value as Record<string, unknown>)[k], k);
+      h = hashValue(h, (value as Record<string, unknown>)[k], k, ancestors);
     }
-    return hashString(h, '}');
+    h = hashString(h, '}');
   }
+  ancestors.pop();
   return h;
 }
 

@@ -1,0 +1,96 @@
+// The guard's last lines of defence against what it cannot trust: entries of the host's message
+// array that are not messages, and its own bugs. Bad entries are left out (and reported) before
+// anything else looks at the prompt; when a call fails anyway, the guard fails closed: it sends
+// the smallest prompt that fits (system messages, a digest of the rest, the latest user request),
+// never the raw input, which may be far over the window.
+import type { GuardMessage, UserMessage } from './messages.ts';
+import { mechanicalSummary } from './compaction/mechanical.ts';
+import { summaryMessage } from './compaction/placement.ts';
+import { clipMiddle, mediaLabel } from './compaction/text.ts';
+import { CHARS_PER_TOKEN, measureMessage } from './tokens/heuristic.ts';
+
+const ROLES = new Set(['system', 'user', 'assistant', 'tool']);
+
+/** Why an entry cannot be sent, or undefined when it is a message. Cheap: runs on every entry of every call. */
+function problemOf(entry: unknown): string | undefined {
+  if (entry === null || typeof entry !== 'object') return entry === null ? 'null' : `a ${typeof entry}, not a message`;
+  const { role, content } = entry as { role?: unknown; content?: unknown };
+  if (typeof role !== 'string' || !ROLES.has(role)) return `unknown role ${JSON.stringify(String(role)).slice(0, 40)}`;
+  if (typeof content === 'string') return role === 'tool' ? 'tool message whose content is not an array of results' : undefined;
+  if (!Array.isArray(content)) return 'content is neither a string nor an array of parts';
+  return undefined;
+}
+
+export interface ValidatedMessages {
+  messages: readonly GuardMessage[];
+  /** Indices (in the input) of the entries left out, with the reason for each. */
+  dropped: number[];
+  reasons: string[];
+}
+
+/** The input without the entries that are not messages; the input itself when every entry is one. */
+export function validMessages(input: readonly unknown[]): ValidatedMessages {
+  let dropped: number[] | undefined;
+  let reasons: string[] | undefined;
+  for (let i = 0; i < input.length; i++) {
+    const problem = problemOf(input[i]);
+    if (problem === undefined) continue;
+    (dropped ??= []).push(i);
+    (reasons ??= []).push(problem);
+  }
+  if (!dropped || !reasons) return { messages: input as readonly GuardMessage[], dropped: [], reasons: [] };
+  const skip = new Set(dropped);
+  return { messages: input.filter((_, i) => !skip.has(i)) as GuardMessage[], dropped, reasons };
+}
+
+/** Fewest characters kept of the latest request when even it must be cut. */
+const MIN_REQUEST_CHARS = 200;
+
+/**
+ * The smallest prompt that fits `threshold` at `correction` provider tokens per heuristic token:
+ * the system messages, a mechanical digest of everything else (when it fits), and the latest user
+ * request, whole when it fits, else cut in the middle with a marker. Built from the plainest
+ * functions only (it runs after something else failed) and never throws.
+ */
+export function minimalPrompt(messages: readonly GuardMessage[], threshold: number, correction: number): GuardMessage[] {
+  const tokensOf = (m: GuardMessage): number => {
+    try {
+      const measure = measureMessage(m, 'generic');
+      return (measure.chars / CHARS_PER_TOKEN) * correction + measure.mediaTokens;
+    } catch {
+      return Number.POSITIVE_INFINITY;
+    }
+  };
+  const valid = validMessages(messages).messages;
+  const systems = valid.filter((m) => m.role === 'system');
+  let requestIndex = -1;
+  for (let i = valid.length - 1; i >= 0 && requestIndex < 0; i--) if (valid[i]?.role === 'user') requestIndex = i;
+  let room = threshold - systems.reduce((n, m) => n + tokensOf(m), 0);
+  const out: GuardMessage[] = [...systems];
+  let request = requestIndex >= 0 ? (valid[requestIndex] as UserMessage) : undefined;
+  if (request) {
+    const cost = tokensOf(request);
+    if (!(cost <= room)) request = clippedRequest(request, Math.max(MIN_REQUEST_CHARS, ((room / correction) * CHARS_PER_TOKEN) - 200));
+    room -= tokensOf(request);
+  }
+  try {
+    const rest = valid.filter((m, i) => m.role !== 'system' && i !== requestIndex);
+    if (rest.length > 0 && room > 0) {
+      const maxChars = Math.floor(((room * 0.8) / correction) * CHARS_PER_TOKEN) - 200;
+      if (maxChars > 400) out.push(summaryMessage(mechanicalSummary(rest, { maxChars })));
+    }
+  } catch {
+    // The digest is a courtesy: the request alone is a valid prompt.
+  }
+  if (request) out.push(request);
+  return out;
+}
+
+/** The request's text cut to about `maxChars`; its media named instead of sent. */
+function clippedRequest(request: UserMessage, maxChars: number): UserMessage {
+  const text =
+    typeof request.content === 'string'
+      ? request.content
+      : request.content.map((p) => (p?.type === 'text' ? p.text : p?.type === 'image' ? mediaLabel('image', { data: p.image, mediaType: p.mediaType }) : mediaLabel('file', p))).join('\n');
+  return { role: 'user', content: text.length > maxChars ? clipMiddle(text, Math.floor(maxChars)) : text };
+}
