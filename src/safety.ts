@@ -14,7 +14,13 @@ const ROLES = new Set(['system', 'user', 'assistant', 'tool']);
 /** Why an entry cannot be sent, or undefined when it is a message. Cheap: runs on every entry of every call. */
 function problemOf(entry: unknown): string | undefined {
   if (entry === null || typeof entry !== 'object') return entry === null ? 'null' : `a ${typeof entry}, not a message`;
-  const { role, content } = entry as { role?: unknown; content?: unknown };
+  let role: unknown;
+  let content: unknown;
+  try {
+    ({ role, content } = entry as { role?: unknown; content?: unknown });
+  } catch {
+    return 'its fields cannot be read';
+  }
   if (typeof role !== 'string' || !ROLES.has(role)) return `unknown role ${JSON.stringify(String(role)).slice(0, 40)}`;
   if (typeof content === 'string') return role === 'tool' ? 'tool message whose content is not an array of results' : undefined;
   if (!Array.isArray(content)) return 'content is neither a string nor an array of parts';
@@ -70,7 +76,12 @@ export function minimalPrompt(messages: readonly GuardMessage[], threshold: numb
   let request = requestIndex >= 0 ? (valid[requestIndex] as UserMessage) : undefined;
   if (request) {
     const cost = tokensOf(request);
-    if (!(cost <= room)) request = clippedRequest(request, Math.max(MIN_REQUEST_CHARS, ((room / correction) * CHARS_PER_TOKEN) - 200));
+    try {
+      if (!(cost <= room)) request = clippedRequest(request, Math.max(MIN_REQUEST_CHARS, (room / correction) * CHARS_PER_TOKEN - 200));
+    } catch {
+      // A request whose parts cannot even be read cannot be sent either.
+      request = { role: 'user', content: '[The latest message could not be read.]' };
+    }
     room -= tokensOf(request);
   }
   try {

@@ -176,6 +176,22 @@ describe('malformed entries: dropped with an event, never the raw prompt', () =>
     expect(ev.of('error')).toHaveLength(0);
   });
 
+  it('an internal error fails closed: the smallest prompt that fits, never the raw input', async () => {
+    const ev = recorder();
+    const guard = createContextGuard({ contextWindow: 8_000, onEvent: ev.onEvent });
+    const messages = history(100);
+    // A part whose text cannot be read makes measuring throw inside the guard.
+    const hostile = { type: 'text', get text(): string { throw new Error('unreadable'); } };
+    messages.splice(20, 0, { role: 'assistant', content: [hostile] } as unknown as GuardMessage);
+    const r = await guard.beforeModel({ sessionId: 's', messages });
+    expect(ev.of('error')).toHaveLength(1);
+    expect(r.threshold).toBe(6_400);
+    expect(r.tokens).toBeLessThanOrEqual(r.threshold);
+    expect(r.messages[0]).toEqual(messages[0]);
+    expect(r.messages[r.messages.length - 1]).toEqual(messages[messages.length - 1]);
+    expect(r.messages.length).toBeLessThan(10);
+  });
+
   it('non-object entries and unknown roles are dropped and reported', async () => {
     const ev = recorder();
     const guard = createContextGuard({ contextWindow: 8_000, onEvent: ev.onEvent });

@@ -135,8 +135,3 @@ export function mechanicalSummary(messages: GuardMessage[], options: MechanicalS
   const kept = groups.slice(first).flat();
   return [prefix, omittedLine(first), ...kept].join('\n');
 }
-export const MECHANICAL_USER_FLOOR_CHARS = 60;
-export function mechanicalDigest(messages: GuardMessage[], options: MechanicalSummaryOptions = {}) {
-  const text = mechanicalSummary(messages, options);
-  return { text, lostMessages: Number(/\((\d+) earlier/.exec(text)?.[1] ?? 0), lostUserMessages: 0 };
-}
