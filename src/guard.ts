@@ -4,7 +4,7 @@
 // the host agent: failures become events and the call goes on unchanged.
 import { compactionSettings, resolveOptions, thresholdFor, type ContextGuardOptions, type ResolvedOptions } from './config.ts';
 import { emptyMemo, renderView, type CompactionMemo, type View } from './compaction/memo.ts';
-import { runPipeline } from './compaction/pipeline.ts';
+import { hasCompactable, requestIndex, runPipeline } from './compaction/pipeline.ts';
 import { lastUnitStart, repairToolPairing } from './compaction/structure.ts';
 import { CircuitBreaker, summarize } from './compaction/summarize.ts';
 import type { CompactionReason, CompactionResult } from './compaction/types.ts';
@@ -64,6 +64,13 @@ export interface BeforeModelResult {
   fraction: number;
   /** Set only when this call ran a new compaction (re-applying a stored summary is not one). */
   compaction?: CompactionResult;
+  /**
+   * True when `tokens` is over the threshold because of what the guard may not touch (system
+   * messages, tools, the latest request): the smallest prompt was sent. The `overflow` event says
+   * so once, on the compaction that found it; later calls with nothing new to compact send the
+   * same prompt without compacting again.
+   */
+  overflow?: boolean;
 }
 
 export interface CompactOptions {
@@ -362,7 +369,11 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
       );
       return { memo, summaryApplies, view, measured, extendsAnchor, est };
     };
-    const needsCompaction = (state: SessionState, p: Prepared) => contextWindow !== undefined && (p.est.tokens > threshold || state.compactRequest !== undefined);
+    // Over the threshold, a compaction runs, unless the last one already sent the smallest prompt
+    // (an overflow, reported once) and nothing was added since that another could remove.
+    const stuck = (p: Prepared) => p.memo?.overflowed === true && !hasCompactable(p.view, requestIndex(hostMessages, p.memo.own));
+    const needsCompaction = (state: SessionState, p: Prepared) =>
+      contextWindow !== undefined && (state.compactRequest !== undefined || (p.est.tokens > threshold && !stuck(p)));
 
     let state = await load(sessionId);
     let p = prepare(state);
@@ -481,6 +492,7 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
       contextWindow,
       fraction: contextWindow === undefined ? 0 : tokens / contextWindow,
       ...(compaction ? { compaction } : {}),
+      ...(contextWindow !== undefined && tokens > threshold ? { overflow: true } : {}),
     };
   }
 
@@ -602,6 +614,8 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
       summaryApplies: r.summaryApplies,
       settings,
       threshold: r.threshold,
+      contextWindow: r.contextWindow,
+      redact: resolved.redact,
       tokensBefore: r.tokens,
       measure: r.measure,
       price,

@@ -111,27 +111,25 @@ describe('media are replaced by placeholders when the prompt cannot fit otherwis
 });
 
 describe('the latest user request stays whole when a large fixed part leaves room for it', () => {
-  it('a system prompt near the threshold: the request is sent whole, and the guard does not compact on every call', async () => {
-    const ev = recorder();
-    const guard = createContextGuard({ contextWindow: 8_000, onEvent: ev.onEvent });
+  it('a system prompt near the threshold: the request is sent whole, and small additions do not compact on every call', async () => {
+    const guard = createContextGuard({ contextWindow: 8_000 });
     const sys = system(text('SYSTEM', 14_000)); // ~5.3k of the 6.4k threshold at the default 1.5 correction
-    let messages: GuardMessage[] = [sys];
     const request = text('REQUEST keep every word of this request', 1_500);
+    let messages: GuardMessage[] = [sys];
+    for (let i = 0; i < 6; i++) messages.push(user(text(`U${i}`, 500)), assistant(text(`A${i}`, 500)));
+    messages.push(user(request));
     let compactions = 0;
-    for (let i = 0; i < 12; i++) {
-      messages = [...messages, user(i === 11 ? request : text(`U${i}`, 500)), ...(i === 11 ? [] : [assistant(text(`A${i}`, 500))])];
-      if (i < 11) continue;
-    }
-    for (let call = 0; call < 6; call++) {
-      const input = [...messages, ...(call > 0 ? [assistant(text(`step${call}`, 200)), user(`${request} (${call})`)] : [])];
-      const r = await guard.beforeModel({ sessionId: 's', messages: input });
+    const calls = 12;
+    for (let call = 0; call < calls; call++) {
+      if (call > 0) messages = [...messages, assistant(text(`step${call}`, 120)), user(`${call}: ${text('go on', 120)}`)];
+      const r = await guard.beforeModel({ sessionId: 's', messages });
       if (r.compaction) compactions++;
-      const latest = input[input.length - 1] as GuardMessage;
-      expect(r.messages.some((m) => m.role === 'user' && userText(m).includes(userText(latest)))).toBe(true);
+      const latest = userText(messages[messages.length - 1] as GuardMessage);
+      expect(r.messages.some((m) => m.role === 'user' && userText(m).includes(latest))).toBe(true);
       expect(r.tokens).toBeLessThanOrEqual(r.threshold);
-      messages = input;
+      if (call === 0) expect(r.messages.some((m) => userText(m).includes(request))).toBe(true);
     }
-    expect(compactions).toBeLessThanOrEqual(2);
+    expect(compactions).toBeLessThanOrEqual(calls / 2);
   });
 
   it('an irreducible part over the threshold: one overflow event, then no compaction until something new can be compacted', async () => {

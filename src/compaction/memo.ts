@@ -6,7 +6,8 @@
 import type { GuardMessage } from '../messages.ts';
 import type { PromptFingerprint } from '../state/session.ts';
 import type { FileOps } from './file-ops.ts';
-import { applyToolEdits, type ToolEdit } from './prune.ts';
+import { mediaKey, mediaPlaceholder } from './media-placeholder.ts';
+import { applyToolEditsAt, type ToolEdit } from './prune.ts';
 import { repairToolPairing } from './structure.ts';
 import { clipMiddle, safeJson } from './text.ts';
 
@@ -24,12 +25,21 @@ export interface SummaryMemo {
 
 export interface CompactionMemo {
   summary?: SummaryMemo;
-  /** Tool outputs edited, by tool call id. */
+  /** Tool outputs edited, by host message index and tool call id (see `toolEditKey`). */
   tools: Record<string, ToolEdit>;
   /** Other messages shrunk to fit (hard fit), by content hash: characters kept. */
   clips: Record<string, number>;
+  /** Images and files replaced by a placeholder, by host message index and part index (see `mediaKey`). */
+  media?: Record<string, 1>;
+  /**
+   * Text hashes of the summary and continuation messages the guard wrote (the most recent ones).
+   * Only these are treated as the guard's own: a user may well start a message with `[Continue]`.
+   */
+  own?: number[];
   /** Compactions run in this session. */
   compactions: number;
+  /** The last compaction could not bring the prompt under the threshold (the `overflow` event). */
+  overflowed?: boolean;
 }
 
 export function emptyMemo(): CompactionMemo {
@@ -39,7 +49,20 @@ export function emptyMemo(): CompactionMemo {
 /** Characters of the marker `clipMiddle` inserts, with its line breaks. */
 const CLIP_MARKER_CHARS = 40;
 
-/** A message with its text cut to about `maxChars` (head and tail kept); media parts are dropped when over. */
+/** The message with the media parts `replace(partIndex)` names replaced by placeholders. */
+export function replaceMedia(message: GuardMessage, replace: (partIndex: number) => boolean): GuardMessage {
+  const content = message.content as unknown;
+  if (!Array.isArray(content) || (message.role !== 'user' && message.role !== 'assistant')) return message;
+  let changed = false;
+  const parts = content.map((p, j) => {
+    if ((p?.type !== 'image' && p?.type !== 'file') || !replace(j)) return p;
+    changed = true;
+    return mediaPlaceholder(p);
+  });
+  return changed ? ({ ...message, content: parts } as GuardMessage) : message;
+}
+
+/** A message with its text cut to about `maxChars` (head and tail kept); media parts are named instead of sent. */
 export function clipMessage(message: GuardMessage, maxChars: number): GuardMessage {
   const content = message.content as unknown;
   // A text only a little over the bound is left whole: the clip marker would cost more than it saves.
@@ -51,7 +74,7 @@ export function clipMessage(message: GuardMessage, maxChars: number): GuardMessa
   const parts = content.flatMap((p) => {
     if (p?.type === 'text' || p?.type === 'reasoning') return [{ ...p, text: clip(String(p.text ?? ''), each) }];
     // An image or document cannot be cut down; one that must go is named instead.
-    if (p?.type === 'image' || p?.type === 'file') return [{ type: 'text', text: `[${p.type === 'image' ? 'An image' : 'A file'} was removed to fit the context window.]` }];
+    if (p?.type === 'image' || p?.type === 'file') return [mediaPlaceholder(p)];
     if (p?.type === 'tool-call') {
       // A huge input (a whole file written) is history now: a clipped copy, as a JSON string, still tells what was done.
       const json = safeJson(p.input);
@@ -90,14 +113,17 @@ export function renderView(
   const headOrigin: number[] = [];
   const edits = memo && Object.keys(memo.tools).length > 0 ? memo.tools : undefined;
   const clips = memo && Object.keys(memo.clips).length > 0 ? memo.clips : undefined;
+  const media = memo?.media && Object.keys(memo.media).length > 0 ? memo.media : undefined;
   // System messages are never edited: they stay exactly as the host wrote them.
   const edit = (m: GuardMessage, i: number): GuardMessage => {
     if (typeof m !== 'object' || m === null || m.role === 'system') return m;
-    if (edits) m = applyToolEdits(m, edits);
+    if (edits) m = applyToolEditsAt(m, edits, i);
+    // Clipped before its media are named: the clip's budget is for the message's own text.
     if (clips) {
       const clip = clips[String(hashOf(i))];
       if (clip !== undefined) m = clipMessage(m, clip);
     }
+    if (media) m = replaceMedia(m, (j) => Object.hasOwn(media, mediaKey(i, j)));
     return m;
   };
   let from = 0;
@@ -114,7 +140,7 @@ export function renderView(
     from = summary.covers.messages;
   }
   const headLength = messages.length;
-  if (edits || clips) {
+  if (edits || clips || media) {
     for (let i = from; i < input.length; i++) messages.push(edit(input[i] as GuardMessage, i));
   } else if (headLength === 0) {
     // The common case, on every call: the host's messages as they are (one native copy).

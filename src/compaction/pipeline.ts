@@ -14,9 +14,10 @@ import type { GuardMessage } from '../messages.ts';
 import type { PromptFingerprint } from '../state/session.ts';
 import type { Entry } from '../tokens/prompt-measure.ts';
 import { extractFileOps, parseFileOpsFooter, renderFileOpsFooter, stripFileOpsFooter } from './file-ops.ts';
-import { renderView, type CompactionMemo, type View } from './memo.ts';
-import { continuationMessage, isContinuation, summaryBodyOf, summaryMessage } from './placement.ts';
-import { isProtectedTool, outputChars, PLACEHOLDER, placeholderOutput, toolResultsOf } from './prune.ts';
+import { mediaKey } from './media-placeholder.ts';
+import { renderView, replaceMedia, type CompactionMemo, type View } from './memo.ts';
+import { continuationMessage, isContinuation, isOwnMessage, rememberOwn, summaryBodyOf, summaryMessage } from './placement.ts';
+import { isProtectedTool, outputChars, PLACEHOLDER, placeholderOutput, toolEditKey, toolResultsOf } from './prune.ts';
 import { toolOutputText } from './text.ts';
 import { mechanicalSummary } from './mechanical.ts';
 import { leadingSystemCount, unitsOf, type Unit } from './structure.ts';
@@ -44,6 +45,10 @@ export interface PipelineInput {
   summaryApplies: boolean;
   settings: CompactionSettings;
   threshold: number;
+  /** The model's window: the latest request is kept whole whenever it fits what is left of it. */
+  contextWindow: number;
+  /** Applied to everything the compaction writes that quotes the conversation (digests, continuations, file lists). */
+  redact: (text: string) => string;
   tokensBefore: number;
   /** Measures a prompt (messages and tools) with the guard's heuristic. */
   measure: (messages: GuardMessage[]) => { chars: number; mediaTokens: number; entries: readonly Entry[] };
@@ -71,13 +76,32 @@ interface Rendered {
   tokens: number;
 }
 
-/** The latest user message of the host's history that is a real request (not a summary the guard wrote). */
-function requestIndex(input: readonly GuardMessage[]): number {
+/**
+ * The latest user message of the host's history that is a real request, not a summary the guard
+ * wrote (`own`: the guard's own messages, see placement.ts; a user's text that merely looks like
+ * one is a request).
+ */
+export function requestIndex(input: readonly GuardMessage[], own: readonly number[] | undefined): number {
   for (let i = input.length - 1; i >= 0; i--) {
     const m = input[i] as GuardMessage;
-    if (m?.role === 'user' && summaryBodyOf(m) === undefined) return i;
+    if (m?.role === 'user' && !(summaryBodyOf(m) !== undefined && isOwnMessage(m, own))) return i;
   }
   return -1;
+}
+
+/**
+ * Whether compaction has anything left to work on in this prompt: a message from the host's
+ * history other than system messages and the latest request. When the prompt is over the
+ * threshold with nothing of the kind (the smallest prompt was sent), compacting again cannot help
+ * until the host adds something.
+ */
+export function hasCompactable(view: View, request: number): boolean {
+  const { messages, origin } = view;
+  for (let i = view.headLength; i < messages.length; i++) {
+    const o = origin[i] ?? -1;
+    if (o >= 0 && o !== request && messages[i]?.role !== 'system') return true;
+  }
+  return false;
 }
 
 /**
@@ -108,6 +132,7 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
     ...p.memo,
     tools: { ...p.memo.tools },
     clips: { ...p.memo.clips },
+    media: { ...p.memo.media },
     ...(p.summaryApplies && p.memo.summary ? { summary: p.memo.summary } : {}),
   };
   if (!p.summaryApplies) delete memo.summary;
@@ -122,7 +147,7 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
     start();
     if (steps[steps.length - 1] !== name) steps.push(name);
   };
-  const stats = { pruned: 0, truncated: 0, summarized: 0, splitTurn: false, calls: 0, inputTokens: 0, summaryTokens: 0, summary: undefined as string | undefined };
+  const stats: Stats = { pruned: 0, truncated: 0, summarized: 0, splitTurn: false, calls: 0, inputTokens: 0, summaryTokens: 0, summary: undefined };
 
   const render = (): Rendered => {
     const view = renderView(p.input, memo, memo.summary !== undefined, p.hashOf);
@@ -139,38 +164,47 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
     return e ? e.chars * p.tokensPerChar + e.mediaTokens : 0;
   };
 
-  /** Tool results of the host's messages in the view, oldest first, with their view index. */
+  /** Tool results of the host's messages in the view, oldest first, with their key in the memo. */
   const toolResults = () =>
-    cur.view.messages.flatMap((m, i) => ((cur.view.origin[i] ?? -1) >= 0 ? toolResultsOf(m).map((part) => ({ part, index: i })) : []));
+    cur.view.messages.flatMap((m, i) => {
+      const o = cur.view.origin[i] ?? -1;
+      return o >= 0 ? toolResultsOf(m).map((part) => ({ part, index: i, key: toolEditKey(o, part.toolCallId) })) : [];
+    });
 
-  // The irreducible part (system messages, tools, the latest request) over the threshold: no step
-  // can help, so straight to the smallest prompt, the request cut to what room is left.
-  const request = requestIndex(p.input);
-  const irreducible = p.measure(p.input.filter((m, i) => m?.role === 'system' || i === request));
+  // The irreducible part (system messages, tools, the text of the latest request: its images and
+  // files can be named instead) over the threshold: no step can help, so straight to the smallest
+  // prompt, the request cut only when it alone exceeds what is left of the window.
+  const request = requestIndex(p.input, p.memo.own);
+  const requestMessage = request >= 0 ? (p.input[request] as GuardMessage) : undefined;
+  const irreducible = p.measure([
+    ...p.input.filter((m) => m?.role === 'system'),
+    ...(requestMessage ? [replaceMedia(requestMessage, () => true)] : []),
+  ]);
   if (p.price(irreducible.chars, irreducible.mediaTokens) > p.threshold) {
     // Nothing else is sent, but what is dropped is still recorded, as a digest on top of the
     // summary so far, for the next summary to build on once the conversation fits again.
     const dropped = cur.view.messages.filter((m, i) => (cur.view.origin[i] ?? -1) >= 0 && m.role !== 'system' && cur.view.origin[i] !== request);
     const previous = memo.summary?.text;
-    smallestPrompt(p, memo, cur);
+    smallestPrompt(p, memo, request);
     if (dropped.length > 0 && memo.summary) {
-      memo.summary.text = mechanicalSummary(dropped, { ...(previous ? { previousSummary: previous } : {}), maxChars: Math.floor(p.settings.maxSummaryTokens / p.tokensPerChar) });
+      const maxChars = Math.floor(p.settings.maxSummaryTokens / p.tokensPerChar);
+      memo.summary.text = p.redact(mechanicalSummary(dropped, { ...(previous ? { previousSummary: previous } : {}), maxChars }));
       stats.summarized = dropped.length;
     }
     step('hard-fit');
     cur = render();
-    return finish(true);
+    return finish(cur.tokens > p.threshold);
   }
 
   // 1. Prune.
   if (s.prune) {
     const prune = s.prune;
     const maxChars = Math.max(MIN_KEPT_CHARS, Math.floor(prune.maxToolResultTokens / p.tokensPerChar));
-    for (const { part } of toolResults()) {
-      if (isProtectedTool(part.toolName, prune.neverPrune) || Object.hasOwn(memo.tools, part.toolCallId)) continue;
+    for (const { part, key } of toolResults()) {
+      if (isProtectedTool(part.toolName, prune.neverPrune) || Object.hasOwn(memo.tools, key)) continue;
       // Truncating barely-over results would save less than the marker it adds.
       if (outputChars(part) > maxChars + TRUNCATION_MARGIN_CHARS) {
-        memo.tools[part.toolCallId] = maxChars;
+        memo.tools[key] = maxChars;
         stats.truncated++;
       }
     }
@@ -188,10 +222,10 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
       }
       const candidates = toolResults().filter(
         // Errors are small and say what went wrong: they are kept for the summary.
-        ({ part, index }) =>
+        ({ part, index, key }) =>
           index < protectedFrom &&
           !isProtectedTool(part.toolName, prune.neverPrune) &&
-          memo.tools[part.toolCallId] !== PLACEHOLDER &&
+          memo.tools[key] !== PLACEHOLDER &&
           !toolOutputText(part.output).isError,
       );
       const saving = (part: (typeof candidates)[number]['part']) =>
@@ -201,11 +235,11 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
       if (total >= need) {
         // Oldest first, until the target is reached: one batch, so the next calls do not prune again.
         let saved = 0;
-        for (const { part } of candidates) {
+        for (const { part, key } of candidates) {
           if (saved >= need) break;
           const gain = saving(part);
           if (gain <= 0) continue;
-          memo.tools[part.toolCallId] = PLACEHOLDER;
+          memo.tools[key] = PLACEHOLDER;
           stats.pruned++;
           saved += gain;
         }
@@ -217,23 +251,39 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
 
   // 2. Summarize.
   if (manual || !under()) {
-    const summarized = await summarizeStep({ ...p, settings: s, onStart: start }, memo, cur, messageTokens, stats);
+    const summarized = await summarizeStep({ ...p, settings: s, onStart: start }, memo, cur, messageTokens, stats, request);
     if (summarized) {
       step(summarized);
       cur = render();
     }
   }
 
-  // 3. Hard fit: the largest tool outputs, then the largest messages, down to the target.
-  if (!under()) {
+  // 3. Hard fit, what matters least first: the largest tool outputs, then images and files (the
+  //    oldest first), then assistant text, then the user's earlier messages, each down to the
+  //    target. The latest request is never among them.
+  if (!under()) hardFitToolOutputs();
+  if (!under()) replaceMediaUntil(s.target, (o) => o !== request);
+  if (!under()) clipMessagesOf((m) => m.role === 'assistant');
+  if (!under()) clipMessagesOf((m, o) => m.role === 'user' && o !== request);
+
+  // 4. Still over the threshold: the request's own images and files, oldest first, then the
+  //    smallest prompt (system messages and the latest request, nothing else).
+  if (cur.tokens > p.threshold) replaceMediaUntil(p.threshold, (o) => o === request);
+  if (cur.tokens > p.threshold) {
+    smallestPrompt(p, memo, request);
+    step('hard-fit');
+    cur = render();
+  }
+  return finish(cur.tokens > p.threshold);
+
+  function hardFitToolOutputs(): void {
     const results = toolResults();
     const excess = (cur.tokens - s.target) / p.tokensPerChar;
     const level = waterLevel(results.map((r) => outputChars(r.part)), excess, MIN_KEPT_CHARS);
     let changed = false;
-    for (const { part } of results) {
-      const size = outputChars(part);
-      if (size > level) {
-        memo.tools[part.toolCallId] = level;
+    for (const { part, key } of results) {
+      if (outputChars(part) > level) {
+        memo.tools[key] = level;
         changed = true;
       }
     }
@@ -242,14 +292,44 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
       cur = render();
     }
   }
-  if (!under()) {
+
+  /** Replaces images and files of the host's messages whose origin `which` accepts, oldest first, until `aim`. */
+  function replaceMediaUntil(aim: number, which: (origin: number) => boolean): void {
+    const media = memo.media ?? (memo.media = {});
+    let changed = false;
+    const { messages, origin } = cur.view;
+    let excess = cur.tokens - aim;
+    for (let i = 0; i < messages.length && excess > 0; i++) {
+      const o = origin[i] ?? -1;
+      const content = messages[i]?.content;
+      if (o < 0 || !which(o) || !Array.isArray(content) || (messages[i]?.role !== 'user' && messages[i]?.role !== 'assistant')) continue;
+      for (let j = 0; j < content.length && excess > 0; j++) {
+        const part = content[j] as { type?: unknown } | undefined;
+        if (part?.type !== 'image' && part?.type !== 'file') continue;
+        const key = mediaKey(o, j);
+        if (Object.hasOwn(media, key)) continue;
+        media[key] = 1;
+        changed = true;
+        // What one part costs is what the message's media cost shared out: good enough to stop early.
+        const mediaParts = content.filter((x) => (x as { type?: unknown })?.type === 'image' || (x as { type?: unknown })?.type === 'file').length;
+        excess -= (cur.entries[i]?.mediaTokens ?? 0) / Math.max(1, mediaParts);
+      }
+    }
+    if (changed) {
+      step('hard-fit');
+      cur = render();
+      if (cur.tokens > aim) replaceMediaUntil(aim, which);
+    }
+  }
+
+  /** Clips the text of the host's messages `which` accepts, largest first (water-filling), down to the target. */
+  function clipMessagesOf(which: (message: GuardMessage, origin: number) => boolean): void {
     const candidates: Array<{ index: number; chars: number }> = [];
     cur.view.messages.forEach((m, i) => {
-      const origin = cur.view.origin[i] ?? -1;
+      const o = cur.view.origin[i] ?? -1;
       // Tool outputs were shrunk above; system messages are never changed.
-      if (origin < 0 || m.role === 'system' || m.role === 'tool') return;
-      const chars = cur.entries[i]?.chars ?? 0;
-      candidates.push({ index: i, chars });
+      if (o < 0 || m.role === 'system' || m.role === 'tool' || !which(m, o)) return;
+      candidates.push({ index: i, chars: cur.entries[i]?.chars ?? 0 });
     });
     const excess = (cur.tokens - s.target) / p.tokensPerChar;
     const level = waterLevel(candidates.map((c) => c.chars), excess, MIN_KEPT_CHARS);
@@ -266,18 +346,14 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
     }
   }
 
-  // 4. The smallest prompt: system messages and the latest request, nothing else.
-  if (cur.tokens > p.threshold) {
-    smallestPrompt(p, memo, cur);
-    step('hard-fit');
-    cur = render();
-  }
-  return finish(cur.tokens > p.threshold);
-
-  /** The output; an overflow when even the smallest prompt is over the threshold (or had to be cut). */
+  /** The output; an overflow when even the smallest prompt is over the threshold. */
   function finish(overflow: boolean): PipelineOutput {
     if (steps.length === 0) return { memo: p.memo, view: cur.view, tokens: cur.tokens, result: undefined };
     memo.compactions = p.memo.compactions + 1;
+    // Remembered so that later calls do not compact the same smallest prompt again (see hasCompactable).
+    if (overflow) memo.overflowed = true;
+    else delete memo.overflowed;
+    if (memo.media && Object.keys(memo.media).length === 0) delete memo.media;
     return {
       memo,
       view: cur.view,
@@ -305,6 +381,17 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
   }
 }
 
+interface Stats {
+  pruned: number;
+  truncated: number;
+  summarized: number;
+  splitTurn: boolean;
+  calls: number;
+  inputTokens: number;
+  summaryTokens: number;
+  summary: string | undefined;
+}
+
 /**
  * Chooses the cut, summarizes what is before it and records the summary in the memo. Returns the
  * step it took, or undefined when there was nothing to summarize.
@@ -314,7 +401,8 @@ async function summarizeStep(
   memo: CompactionMemo,
   cur: Rendered,
   messageTokens: (i: number) => number,
-  stats: { summarized: number; splitTurn: boolean; calls: number; inputTokens: number; summaryTokens: number; summary: string | undefined },
+  stats: Stats,
+  request: number,
 ): Promise<CompactionStep | undefined> {
   const s = p.settings;
   const { messages, origin } = cur.view;
@@ -347,7 +435,7 @@ async function summarizeStep(
 
   // What stays verbatim before the summary: system messages (never summarized) and, in
   // keep-recent, the conversation's first user request when it is small.
-  const request = requestIndex(p.input);
+  const own = memo.own;
   const firstUser = p.input.findIndex((m) => m?.role === 'user');
   const keep = memo.summary ? [...memo.summary.keep] : origin.slice(0, from).filter((o) => o >= 0);
   const toSummarize: GuardMessage[] = [];
@@ -367,7 +455,7 @@ async function summarizeStep(
       keep.push(o);
       continue;
     }
-    const found = summaryBodyOf(m);
+    const found = isOwnMessage(m, own) ? summaryBodyOf(m) : undefined;
     if (found !== undefined) {
       // Its file list is rebuilt from the tool calls, not carried as text.
       const body = stripFileOpsFooter(found);
@@ -376,7 +464,8 @@ async function summarizeStep(
       previousSummary = previousSummary === undefined ? body : `${previousSummary}\n\n${body}`;
       continue;
     }
-    if (isContinuation(m) && o !== request) continue;
+    // A continuation the guard wrote quotes a request that is in the history anyway.
+    if (isContinuation(m) && o !== request && isOwnMessage(m, own)) continue;
     if (
       s.retention === 'keep-recent' &&
       s.keepFirstUserMessage &&
@@ -395,7 +484,9 @@ async function summarizeStep(
   // The digest may fill most of the room the summarized messages leave under the target; the rest
   // is for the summary's framing and the continuation.
   const outcome = await p.summarize(toSummarize, previousSummary, 0.75 * (s.target - (cur.tokens - summarizedTokens)) - 200 * p.tokensPerChar);
-  const fileOps = s.fileOps ? extractFileOps(toSummarize, s.fileOps, previousFileOps) : undefined;
+  const extracted = s.fileOps ? extractFileOps(toSummarize, s.fileOps, previousFileOps) : undefined;
+  // Paths are the conversation's words too: a clone URL may carry credentials.
+  const fileOps = extracted && { read: extracted.read.map(p.redact), modified: extracted.modified.map(p.redact) };
   const footer = fileOps ? renderFileOpsFooter(fileOps) : '';
   const text = outcome.text.trim();
   const body = footer ? `${text}\n\n${footer}` : text;
@@ -405,8 +496,9 @@ async function summarizeStep(
   const inserted: GuardMessage[] = [summaryMessage(body)];
   if (!requestKept) {
     const req = p.input[request] as GuardMessage;
-    inserted.push(isContinuation(req) ? req : continuationMessage(req));
+    inserted.push(isContinuation(req) && isOwnMessage(req, own) ? req : continuationMessage(req, p.redact));
   }
+  memo.own = rememberOwn(own, inserted);
   const covers = cut < messages.length ? (origin[cut] as number) : p.input.length;
   const systems = keep.filter((o) => p.input[o]?.role === 'system').sort((a, b) => a - b);
   const others = keep.filter((o) => p.input[o]?.role !== 'system').sort((a, b) => a - b);
@@ -428,13 +520,16 @@ async function summarizeStep(
   return outcome.mechanical ? 'mechanical' : 'summary';
 }
 
-/** Replaces the memo's summary by the smallest prompt: system messages and the latest request, cut to fit. */
-function smallestPrompt(p: PipelineInput, memo: CompactionMemo, cur: Rendered): void {
+/**
+ * Replaces the memo's summary by the smallest prompt: system messages and the latest request, its
+ * images and files named instead of sent. The request is cut only when it alone exceeds what is
+ * left of the window (not the threshold: it is the one message the model must see whole).
+ */
+function smallestPrompt(p: PipelineInput, memo: CompactionMemo, request: number): void {
   const systems: number[] = [];
   p.input.forEach((m, i) => {
     if (m?.role === 'system') systems.push(i);
   });
-  const request = requestIndex(p.input);
   memo.summary = {
     covers: p.prefixOf(p.input.length),
     keep: request >= 0 ? [...systems, request] : systems,
@@ -442,14 +537,22 @@ function smallestPrompt(p: PipelineInput, memo: CompactionMemo, cur: Rendered): 
     text: memo.summary?.text ?? '',
     ...(memo.summary?.fileOps ? { fileOps: memo.summary.fileOps } : {}),
   };
-  if (request >= 0) {
-    // Room left for the request once the system messages and tools are counted.
-    const viewIndex = cur.view.origin.indexOf(request);
-    const requestChars = viewIndex >= 0 ? (cur.entries[viewIndex]?.chars ?? 0) : 0;
-    const rest = renderView(p.input, { ...memo, summary: { ...memo.summary, keep: systems } }, true, p.hashOf);
-    const fixed = p.measure(rest.messages);
-    // Less the clip marker and the message's own framing.
-    const room = (p.threshold - p.price(fixed.chars, fixed.mediaTokens)) / p.tokensPerChar - 100;
-    if (requestChars === 0 || requestChars > room) memo.clips[String(p.hashOf(request))] = Math.max(MIN_KEPT_CHARS, Math.floor(room));
+  if (request < 0) return;
+  const requestMessage = p.input[request] as GuardMessage;
+  const content = requestMessage.content;
+  if (Array.isArray(content)) {
+    const media = (memo.media ??= {});
+    content.forEach((part, j) => {
+      const type = (part as { type?: unknown } | undefined)?.type;
+      if (type === 'image' || type === 'file') media[mediaKey(request, j)] = 1;
+    });
   }
+  // Room left for the request once the system messages and tools are counted.
+  const rest = renderView(p.input, { ...memo, summary: { ...memo.summary, keep: systems } }, true, p.hashOf);
+  const fixed = p.measure(rest.messages);
+  const alone = p.measure([replaceMedia(requestMessage, () => true)]);
+  const requestChars = alone.chars;
+  // Less the clip marker and the message's own framing.
+  const room = (p.contextWindow - p.price(fixed.chars, fixed.mediaTokens)) / p.tokensPerChar - 100;
+  if (requestChars > room) memo.clips[String(p.hashOf(request))] = Math.max(MIN_KEPT_CHARS, Math.floor(room));
 }

@@ -3,6 +3,7 @@
 // included tool output, so it must not gain system authority. When the user's latest request is
 // no longer verbatim in the prompt, a continuation message quotes it and tells the model to go on.
 import type { GuardMessage, UserMessage } from '../messages.ts';
+import { hashText } from '../tokens/hash.ts';
 import { clipMiddle, userContentText } from './text.ts';
 
 export const SUMMARY_OPEN = '[Context Summary]';
@@ -21,8 +22,9 @@ export function summaryMessage(body: string): UserMessage {
 }
 
 /** The instruction that follows a summary when the user's latest request is not kept verbatim. */
-export function continuationMessage(request: GuardMessage | undefined): UserMessage {
-  const text = request?.role === 'user' ? userContentText(request.content) : '';
+export function continuationMessage(request: GuardMessage | undefined, redact: (text: string) => string = (t) => t): UserMessage {
+  // Redacted: the continuation is stored with the summary (in a shared store, say).
+  const text = request?.role === 'user' ? redact(userContentText(request.content)) : '';
   const quote = text.trim() ? `The user's current request, quoted:\n"""\n${clipMiddle(text, MAX_REQUEST_QUOTE_CHARS)}\n"""\n` : '';
   const instruction = `${CONTINUATION_OPEN} ${quote}Continue with it from where the work left off, using the summary above. Do not ask the user to repeat anything.`;
   // Images and documents of the request cannot be quoted: they come along as they are.
@@ -48,7 +50,33 @@ export function summaryBodyOf(message: GuardMessage): string | undefined {
   return body.trim();
 }
 
-/** Whether a message is a continuation the guard wrote. */
+/** Whether a message looks like a continuation the guard writes (see {@link isOwnMessage}: a user may write one too). */
 export function isContinuation(message: GuardMessage): boolean {
   return textOf(message)?.startsWith(CONTINUATION_OPEN) === true;
+}
+
+/** How the guard remembers a summary or continuation it wrote: a hash of its text. */
+export function ownKey(message: GuardMessage): number | undefined {
+  const text = textOf(message);
+  return text === undefined ? undefined : hashText(text);
+}
+
+/** How many of its own messages the guard remembers per session (a summary and a continuation per compaction). */
+export const MAX_OWN = 16;
+
+/** `own` with the keys of `messages` added, the oldest dropped past {@link MAX_OWN}. */
+export function rememberOwn(own: readonly number[] | undefined, messages: readonly GuardMessage[]): number[] {
+  const keys = messages.map(ownKey).filter((k): k is number => k !== undefined);
+  const next = [...(own ?? []).filter((k) => !keys.includes(k)), ...keys];
+  return next.slice(Math.max(0, next.length - MAX_OWN));
+}
+
+/**
+ * Whether the guard wrote this message: its text is one the guard remembers writing. A user's
+ * message that merely starts with `[Context Summary]` or `[Continue]` is the user's.
+ */
+export function isOwnMessage(message: GuardMessage, own: readonly number[] | undefined): boolean {
+  if (!own || own.length === 0) return false;
+  const key = ownKey(message);
+  return key !== undefined && own.includes(key);
 }

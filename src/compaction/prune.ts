@@ -43,22 +43,41 @@ function editedPart(part: ToolResultPart, edit: ToolEdit): ToolResultPart {
 }
 
 /**
- * The message with its tool results edited per `edits` (keyed by tool call id); the same object
- * when none applies.
+ * Where a tool edit applies: the host's message index and the tool call id. Ids alone are not
+ * unique (some models and hosts reuse `call_0` for every call), and an edit meant for an old result
+ * must never reach the newest one.
  */
-export function applyToolEdits(message: GuardMessage, edits: Readonly<Record<string, ToolEdit>>): GuardMessage {
+export function toolEditKey(hostIndex: number, toolCallId: string): string {
+  return `${hostIndex}:${toolCallId}`;
+}
+
+/** The message with each tool result edited per `editOf(part)`; the same object when none applies. */
+function editToolResults(message: GuardMessage, editOf: (part: ToolResultPart) => ToolEdit | undefined): GuardMessage {
   if (message.role !== 'tool' && message.role !== 'assistant') return message;
   const content = message.content;
   if (!Array.isArray(content)) return message;
   let changed = false;
   const next = content.map((part) => {
     if (part?.type !== 'tool-result') return part;
-    const edit = Object.hasOwn(edits, part.toolCallId) ? edits[part.toolCallId] : undefined;
+    const edit = editOf(part);
     if (edit === undefined) return part;
     changed = true;
     return editedPart(part, edit);
   });
   return changed ? ({ ...message, content: next } as GuardMessage) : message;
+}
+
+/** The message with its tool results edited per `edits`, keyed by tool call id (one message's own edits). */
+export function applyToolEdits(message: GuardMessage, edits: Readonly<Record<string, ToolEdit>>): GuardMessage {
+  return editToolResults(message, (part) => (Object.hasOwn(edits, part.toolCallId) ? edits[part.toolCallId] : undefined));
+}
+
+/** The host's message `hostIndex` with its tool results edited per a memo's edits (see {@link toolEditKey}). */
+export function applyToolEditsAt(message: GuardMessage, edits: Readonly<Record<string, ToolEdit>>, hostIndex: number): GuardMessage {
+  return editToolResults(message, (part) => {
+    const key = toolEditKey(hostIndex, part.toolCallId);
+    return Object.hasOwn(edits, key) ? edits[key] : undefined;
+  });
 }
 
 /** Every tool result of a message, with its index in the content. */

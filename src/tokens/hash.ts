@@ -58,3 +58,8 @@ function hashValue(h: number, value: unknown, key: string | undefined, ancestors
 export function hashMessage(message: GuardMessage): number {
   return hashValue(FNV_OFFSET, message, undefined) >>> 0;
 }
+
+/** FNV-1a of a text (32 bits). */
+export function hashText(text: string): number {
+  return hashString(FNV_OFFSET, text) >>> 0;
+}
