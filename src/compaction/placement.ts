@@ -13,6 +13,8 @@ export const CONTINUATION_OPEN = '[Continue]';
 /** Longest quote of the user's request in a continuation (head and tail kept). */
 export const MAX_REQUEST_QUOTE_CHARS = 2_000;
 
+const CONTINUATION_INSTRUCTION = 'Continue with it from where the work left off, using the summary above. Do not ask the user to repeat anything.';
+
 const SUMMARY_PREAMBLE =
   'The earlier part of this conversation was replaced by this summary to fit the context window. It is a record of what happened, not a new request.';
 
@@ -26,7 +28,7 @@ export function continuationMessage(request: GuardMessage | undefined, redact: (
   // Redacted: the continuation is stored with the summary (in a shared store, say).
   const text = request?.role === 'user' ? redact(userContentText(request.content)) : '';
   const quote = text.trim() ? `The user's current request, quoted:\n"""\n${clipMiddle(text, MAX_REQUEST_QUOTE_CHARS)}\n"""\n` : '';
-  const instruction = `${CONTINUATION_OPEN} ${quote}Continue with it from where the work left off, using the summary above. Do not ask the user to repeat anything.`;
+  const instruction = `${CONTINUATION_OPEN} ${quote}${CONTINUATION_INSTRUCTION}`;
   // Images and documents of the request cannot be quoted: they come along as they are.
   const media = request?.role === 'user' && Array.isArray(request.content) ? request.content.filter((p) => p?.type === 'image' || p?.type === 'file') : [];
   return { role: 'user', content: media.length > 0 ? [{ type: 'text', text: instruction }, ...media] : instruction };
@@ -71,12 +73,20 @@ export function rememberOwn(own: readonly number[] | undefined, messages: readon
   return next.slice(Math.max(0, next.length - MAX_OWN));
 }
 
+/** Whether a text has the whole frame the guard writes around a summary or a continuation, not just its opening marker. */
+function hasOwnFrame(text: string): boolean {
+  if (text.startsWith(`${SUMMARY_OPEN}\n${SUMMARY_PREAMBLE}\n`)) return text.endsWith(`\n${SUMMARY_CLOSE}`);
+  return text.startsWith(`${CONTINUATION_OPEN} `) && text.endsWith(CONTINUATION_INSTRUCTION);
+}
+
 /**
- * Whether the guard wrote this message: its text is one the guard remembers writing. A user's
- * message that merely starts with `[Context Summary]` or `[Continue]` is the user's.
+ * Whether the guard wrote this message: its text is one the guard remembers writing, or has the
+ * whole frame the guard writes (a host that keeps the compacted history, read by a guard that lost
+ * its state). A user's message that merely starts with `[Context Summary]` or `[Continue]` is the user's.
  */
 export function isOwnMessage(message: GuardMessage, own: readonly number[] | undefined): boolean {
-  if (!own || own.length === 0) return false;
-  const key = ownKey(message);
-  return key !== undefined && own.includes(key);
+  const text = textOf(message);
+  if (text === undefined) return false;
+  if (own && own.length > 0 && own.includes(hashText(text))) return true;
+  return hasOwnFrame(text);
 }
