@@ -33,6 +33,10 @@ describe('buffer and threshold (the seed numbers)', () => {
 describe('configuration errors', () => {
   it.each([
     [{ contextWindow: 0 }, 'contextWindow'],
+    [{ contextWindow: 1 }, 'contextWindow'],
+    [{ contextWindow: 1.5 }, 'contextWindow'],
+    [{ summarizerContextWindow: 500 }, 'summarizerContextWindow'],
+    [{ compactionTimeoutMs: 0 }, 'compactionTimeoutMs'],
     [{ contextWindow: -1 }, 'contextWindow'],
     [{ contextWindow: 'big' }, 'contextWindow'],
     [{ contextWindow: Number.NaN }, 'contextWindow'],
@@ -70,7 +74,8 @@ describe('configuration errors', () => {
   });
 
   it('says what was expected', () => {
-    expect(configError({ contextWindow: 'big' }).message).toMatch(/positive/);
+    expect(configError({ contextWindow: 'big' }).message).toMatch(/number of tokens, at least 1000/);
+    expect(configError({ contextWindow: 0.5 }).message).toMatch(/at least 1000/);
     expect(configError({ warnAt: 2 }).message).toMatch(/between 0/);
   });
 
