@@ -2,7 +2,7 @@
 // estimates its real cost from the session's calibration and compares it with the threshold;
 // afterModel folds the provider's real count back into the calibration. Neither ever throws into
 // the host agent: failures become events and the call goes on unchanged.
-import { compactionSettings, resolveOptions, thresholdFor, type ContextGuardOptions, type ResolvedOptions } from './config.ts';
+import { compactionSettings, MIN_CONTEXT_WINDOW, resolveOptions, thresholdFor, type ContextGuardOptions, type ResolvedOptions } from './config.ts';
 import { emptyMemo, renderView, type CompactionMemo, type View } from './compaction/memo.ts';
 import { hasCompactable, requestIndex, runPipeline } from './compaction/pipeline.ts';
 import { lastUnitStart, repairToolPairing } from './compaction/structure.ts';
@@ -261,7 +261,8 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
   /** The window of this call, or undefined (reported once per model) when none is known. */
   function windowFor(sessionId: string, modelId: string | undefined, callWindow: number | undefined): number | undefined {
     if (resolved.contextWindow !== undefined) return resolved.contextWindow;
-    if (typeof callWindow === 'number' && Number.isFinite(callWindow) && callWindow > 0) return callWindow;
+    // A host's window below the minimum (a profile's placeholder, a fraction) is no window at all.
+    if (typeof callWindow === 'number' && Number.isFinite(callWindow) && callWindow >= MIN_CONTEXT_WINDOW) return callWindow;
     const window = modelId ? resolveModelInfo(modelId, resolved.models)?.contextWindow : undefined;
     if (window !== undefined) return window;
     const key = modelId ?? '';
