@@ -185,7 +185,7 @@ export interface ContextGuardOptions {
    * Deadline of a whole compaction, all summarizer calls together (a long history is summarized in
    * several chunks, one call each). Past it the running call is aborted and what is left is folded
    * into the mechanical digest, so a slow summarizer cannot hold a model call for minutes.
-   * Default 90,000.
+   * Default 60,000.
    */
   compactionTimeoutMs?: number;
   /**
@@ -291,7 +291,7 @@ export const DEFAULTS = {
   maxToolResultFraction: 0.1,
   maxToolResultTokens: 20_000,
   summarizerTimeoutMs: 60_000,
-  compactionTimeoutMs: 90_000,
+  compactionTimeoutMs: 60_000,
   circuitBreaker: { failures: 3, cooldownMs: 5 * 60_000 },
 } as const;
 

@@ -530,7 +530,7 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
   }
 
   /** How long a compaction may hold its lock: every summarizer call of a long compaction, with room. */
-  const lockTtlMs = () => Math.max(30_000, resolved.summarizerTimeoutMs * 3);
+  const lockTtlMs = () => Math.max(30_000, resolved.compactionTimeoutMs + 10_000);
 
   interface CompactRequest {
     sessionId: string;
@@ -577,6 +577,11 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
     }
 
     const started = Date.now();
+    // One deadline for every summarizer call of this compaction; past it the rest folds mechanically.
+    const deadline = started + settings.compactionTimeoutMs;
+    const onDigestLoss = (lostMessages: number, lostUserMessages: number) => {
+      if (lostMessages > 0) emit({ type: 'digest-loss', sessionId, lostMessages, lostUserMessages });
+    };
     let startEmitted = false;
     const onStart = () => {
       if (startEmitted) return;
@@ -622,8 +627,9 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
       price,
       tokensPerChar,
       onStart,
-      summarize: (messages, previousSummary, roomTokens) =>
-        summarize(
+      onDigestLoss,
+      summarize: async (messages, previousSummary, roomTokens, userRoomTokens) => {
+        const outcome = await summarize(
           {
             sessionId,
             messages,
@@ -632,9 +638,11 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
             maxSummaryTokens: settings.maxSummaryTokens,
             summarizerContextWindow: settings.summarizerContextWindow,
             timeoutMs: settings.summarizerTimeoutMs,
+            deadline,
             tokensPerChar: Math.max(tokensPerChar, resolved.calibration.default / CHARS_PER_TOKEN),
             summarizer,
             roomTokens,
+            userRoomTokens,
             redact: resolved.redact,
             ...(r.signal ? { signal: r.signal } : {}),
             breaker,
@@ -642,7 +650,10 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
               emit({ type: 'summarizer-failed', sessionId, reason, consecutiveFailures, ...(error !== undefined ? { error } : {}) }),
           },
           override,
-        ),
+        );
+        onDigestLoss(outcome.lostMessages, outcome.lostUserMessages);
+        return outcome;
+      },
     });
     let output: Awaited<ReturnType<typeof runPipeline>>;
     try {

@@ -1,40 +1,151 @@
-// Recognizing a provider's "prompt too long" rejection, and the token count it reports. Providers
-// word it differently; these patterns cover OpenAI (and the many OpenAI-compatible APIs: DeepSeek,
-// Groq, OpenRouter, Together), Anthropic, Google, Mistral and Bedrock. Checked on the error's
-// message and, for an AI SDK APICallError, its response body.
+// Recognizing a provider's "prompt too long" rejection, and the prompt size it reports. Providers
+// word it differently and client libraries wrap it differently (the AI SDK's APICallError with its
+// `responseBody`, an AI SDK stream error part, the openai and Anthropic SDKs' APIError with the
+// parsed body in `error`, LangChain's ContextOverflowError with the original as `cause`...), so the
+// texts of an error are gathered from the fields these use, along its links to other errors.
+//
+// An error is untrusted input: it may be huge (a provider echoing the prompt), cyclic (a cause
+// chain that loops), or hostile (throwing getters, revoked proxies). So the walk visits a bounded
+// number of objects, each once; only a capped prefix of each text is read (providers put the
+// reason first); every pattern starts with a literal and repeats only bounded classes, so matching
+// is linear in what is read.
+
+/** Characters read from each text. Providers' rejections say what they are in their first sentence. */
+const SCAN_CHARS = 8_192;
+/** Objects visited per error (the error, its causes, parsed bodies, nested errors). */
+const MAX_OBJECTS = 32;
+/** Entries read from an array of errors (AggregateError, a retry's `errors`). */
+const MAX_ARRAY_ITEMS = 4;
+
+/** Fields whose string value may carry the provider's words or code. */
+const TEXT_FIELDS = ['message', 'responseBody', 'body', 'error', 'code', 'type', 'detail', 'name', 'lc_error_code'] as const;
+/** Fields that may link to another error or a parsed body. */
+const LINK_FIELDS = ['error', 'data', 'body', 'response', 'cause', 'lastError', 'errors', 'originalError'] as const;
 
 const CONTEXT_LENGTH_PATTERNS: readonly RegExp[] = [
-  /maximum context length/i, // OpenAI, DeepSeek, OpenRouter, vLLM
+  /maximum context length/i, // OpenAI, DeepSeek, OpenRouter, vLLM, Mistral
   /context[_ ]length[_ ]exceeded/i, // OpenAI and Groq error codes
-  /context window/i, // "exceeds the context window"
+  /context window/i, // OpenAI Responses: "Your input exceeds the context window of this model"; MiniMax
   /prompt is too long/i, // Anthropic
+  /input length and `?max_tokens`? exceed context limit/i, // Anthropic, when max_tokens is what does not fit
+  /tokens? > \d{1,12} maximum/i, // Anthropic: "210000 tokens > 200000 maximum"
   /input is too long/i, // Bedrock
-  /too many (input )?tokens/i,
-  /input token count .* exceeds the maximum/i, // Google
+  /too many (?:input |total )?tokens/i,
   /exceeds the maximum number of tokens/i, // Google
-  /too large for model with \d+ maximum context length/i, // Mistral
+  /input token count is \d{1,12} but model only supports/i, // Google Vertex
+  /maximum prompt length is \d{1,12}/i, // xAI
+  /\binput_too_large\b/i, // xAI (gRPC)
   /reduce the length of the messages/i, // Groq, OpenAI
-  /tokens? > \d+ maximum/i, // Anthropic: "210000 tokens > 200000 maximum"
+  /input tokens exceed the configured limit/i, // OpenAI
+  /`?inputs`? tokens \+ `?max_new_tokens`? must be/i, // TGI, Hugging Face endpoints
+  /exceeds the available context size/i, // llama.cpp server
+  /greater than the context length/i, // LM Studio
+  /prompt token count of \d{1,12} exceeds the limit/i, // GitHub Copilot
+  /exceeded model token limit/i, // Moonshot (Kimi)
+  /^ContextOverflowError$|^CONTEXT_OVERFLOW$/, // LangChain's class name and error code
 ];
 
-/** Patterns whose first group is the prompt's token count as the provider measured it. */
-const PROMPT_TOKENS_PATTERNS: readonly RegExp[] = [
-  /resulted in (\d+) tokens/i, // OpenAI: "However, your messages resulted in 130000 tokens"
-  /you requested about (\d+) tokens/i, // OpenRouter
-  /requested (\d+) tokens/i, // OpenAI: "However, you requested 130000 tokens (128000 in the messages, ...)"
-  /(\d+) in the messages/i, // OpenAI, more precise than the total when present
-  /prompt is too long: (\d+) tokens/i, // Anthropic
-  /input token count \(?(\d+)\)?/i, // Google
-  /prompt contains (\d+) tokens/i, // Mistral
+/**
+ * Readers of the prompt's size, most specific first. Each returns what the provider counted for
+ * the prompt itself (messages, tool definitions, media), never a total that includes the
+ * completion (`max_tokens`), which the guard's estimate does not cover.
+ */
+const PROMPT_TOKEN_READERS: ReadonlyArray<(text: string) => number | undefined> = [
+  // OpenAI: "your messages resulted in 12422 tokens (12308 in the messages, 114 in the functions)":
+  // the total is the prompt's, tool definitions included.
+  group(/resulted in (\d{1,12}) tokens/i),
+  // OpenAI, DeepSeek, vLLM, OpenRouter: "you requested [about] N tokens (M in the messages, K in the
+  // completion)": N counts the completion, so the prompt is the sum of the other shares.
+  requestedShares,
+  group(/prompt is too long: (\d{1,12}) tokens/i), // Anthropic
+  group(/exceed context limit: (\d{1,12}) \+/i), // Anthropic: "input length and `max_tokens` exceed context limit: 178959 + 64000 > 200000"
+  group(/input token count \((\d{1,12})\)/i), // Google
+  group(/input token count is (\d{1,12})/i), // Google Vertex
+  group(/request contains (\d{1,12}) tokens/i), // xAI
+  group(/current message \((\d{1,12}) tokens\)/i), // xAI (gRPC)
+  group(/prompt contains (\d{1,12}) tokens/i), // Mistral
+  group(/request has (\d{1,12}) input tokens/i), // vLLM
+  group(/given: (\d{1,12}) `?inputs`? tokens/i), // TGI
+  group(/prompt token count of (\d{1,12})/i), // GitHub Copilot
 ];
 
+function group(pattern: RegExp): (text: string) => number | undefined {
+  return (text) => {
+    const match = pattern.exec(text);
+    return match ? Number(match[1]) : undefined;
+  };
+}
+
+/** "(8600 in the messages, 500 in the completion)", "(139018 of text input, 3748 of tool input, 1000 in the output)". */
+function requestedShares(text: string): number | undefined {
+  const match = /requested (?:about )?\d{1,12} tokens \(([^()]{1,300})\)/i.exec(text);
+  if (!match) return undefined;
+  let prompt = 0;
+  let found = false;
+  for (const share of (match[1] as string).split(/[,;]/)) {
+    const parsed = /^\s*(?:and )?(\d{1,12}) (?:in|of|for) (.{1,60})$/i.exec(share);
+    if (!parsed) continue;
+    if (/completion|output/i.test(parsed[2] as string)) continue;
+    prompt += Number(parsed[1]);
+    found = true;
+  }
+  return found ? prompt : undefined;
+}
+
+/** A field of an object that may be hostile (a throwing getter, a revoked proxy). */
+function field(value: object, key: string): unknown {
+  try {
+    return (value as Record<string, unknown>)[key];
+  } catch {
+    return undefined;
+  }
+}
+
+function isArray(value: unknown): value is unknown[] {
+  try {
+    return Array.isArray(value);
+  } catch {
+    return false; // a revoked proxy
+  }
+}
+
+/** The capped texts of an error and of the errors and bodies it links to, breadth first, each object once. */
 function textsOf(error: unknown): string[] {
-  if (typeof error !== 'object' || error === null) return typeof error === 'string' ? [error] : [];
-  const e = error as { message?: unknown; responseBody?: unknown; cause?: unknown };
-  const texts = [e.message, e.responseBody].filter((t): t is string => typeof t === 'string');
-  if (e.cause && e.cause !== error) texts.push(...textsOf(e.cause));
+  const texts: string[] = [];
+  const addText = (text: string) => void texts.push(text.length > SCAN_CHARS ? text.slice(0, SCAN_CHARS) : text);
+  if (typeof error === 'string') {
+    addText(error);
+    return texts;
+  }
+  const seen = new Set<object>();
+  const queue: object[] = [];
+  const enqueue = (value: unknown) => {
+    if (typeof value !== 'object' || value === null || seen.has(value) || seen.size >= MAX_OBJECTS) return;
+    seen.add(value);
+    queue.push(value);
+  };
+  enqueue(error);
+  for (let i = 0; i < queue.length; i++) {
+    const current = queue[i] as object;
+    if (isArray(current)) {
+      for (let j = 0; j < Math.min(MAX_ARRAY_ITEMS, current.length); j++) {
+        const item = field(current, String(j));
+        if (typeof item === 'string') addText(item);
+        else enqueue(item);
+      }
+      continue;
+    }
+    for (const key of TEXT_FIELDS) {
+      const value = field(current, key);
+      if (typeof value === 'string' && value) addText(value);
+    }
+    for (const key of LINK_FIELDS) enqueue(field(current, key));
+  }
   return texts;
 }
+
+/** "140,018" → "140018", so that counts with thousands separators read as one number. */
+const withoutSeparators = (text: string) => text.replace(/(?<=\d),(?=\d{3}(?!\d))/g, '');
 
 /** Whether a model call failed because its prompt was over the model's context window. */
 export function isContextLengthError(error: unknown): boolean {
@@ -44,13 +155,10 @@ export function isContextLengthError(error: unknown): boolean {
 /** The prompt's token count the provider reported in its rejection, when it did. */
 export function promptTokensFromError(error: unknown): number | undefined {
   for (const text of textsOf(error)) {
-    const plain = text.replace(/(\d),(\d{3})/g, '$1$2');
-    // The most specific pattern wins: OpenAI reports the messages' share apart from the completion.
-    const inMessages = /(\d+) in the messages/i.exec(plain);
-    if (inMessages) return Number(inMessages[1]);
-    for (const pattern of PROMPT_TOKENS_PATTERNS) {
-      const match = pattern.exec(plain);
-      if (match) return Number(match[1]);
+    const plain = withoutSeparators(text);
+    for (const read of PROMPT_TOKEN_READERS) {
+      const tokens = read(plain);
+      if (tokens !== undefined && Number.isSafeInteger(tokens) && tokens > 0) return tokens;
     }
   }
   return undefined;

@@ -15,7 +15,6 @@ import type {
 } from '@ai-sdk/provider';
 import { createContextGuard, type ContextGuard, type ContextGuardOptions, type GuardMessage, type ModelUsage, type Summarizer } from '../../src/index.ts';
 import { fromGuardMessages, fromGuardMessagesV3, toGuardMessages, toGuardMessagesV3, toGuardTools, type GuardPrompt } from './convert.ts';
-import { isContextLengthError, promptTokensFromError } from './overflow.ts';
 import { recordToolCalls } from './sessions.ts';
 import { deriveSessionId } from '../shared/session-id.ts';
 import { modelSummarizer } from './summarizer.ts';
@@ -86,6 +85,19 @@ function usageOf(usage: unknown): ModelUsage | undefined {
   return { inputTokens, ...(outputTokens !== undefined ? { outputTokens } : {}) };
 }
 
+/** A stream part, as far as this middleware reads it. */
+type StreamPart = { type: string; [key: string]: unknown };
+type StreamResult = { stream: ReadableStream<StreamPart> } & Record<string, unknown>;
+
+/**
+ * Parts a provider sends before any content (its warnings, the response id, raw chunks). Held
+ * back until the first content part, so that a rejection arriving right after them can still be
+ * retried: nothing the caller could act on has reached it yet.
+ */
+const LEADING_PARTS: ReadonlySet<string> = new Set(['stream-start', 'response-metadata', 'raw']);
+
+const isObject = (value: unknown): value is object => typeof value === 'object' && value !== null;
+
 function createMiddleware(options: ContextGuardMiddlewareOptions, dialect: Dialect) {
   const retryOnOverflow = options.retryOnOverflow ?? true;
   // The summarizer of a guard created here is the model of the session's latest call, called
@@ -106,8 +118,30 @@ function createMiddleware(options: ContextGuardMiddlewareOptions, dialect: Diale
   }
   const calls = new WeakMap<object, CallInfo>();
 
+  /** A call that goes out unguarded, told to onEvent (whose own failures are not the caller's problem). */
+  function report(sessionId: string | undefined, error: unknown): void {
+    try {
+      guard.options.onEvent?.({ type: 'error', ...(sessionId ? { sessionId } : {}), stage: 'beforeModel', error });
+    } catch {
+      // ignored: see above
+    }
+  }
+
+  /**
+   * The guard's messages for a prompt. convert.ts reads every entry as a message object; entries
+   * that are not objects (`null`...) go to the guard as they are, at their index, and the guard
+   * leaves them out with an `invalid-messages` event.
+   */
+  function toGuardPrompt(prompt: readonly unknown[]): GuardPrompt {
+    const objects = prompt.filter(isObject);
+    if (objects.length === prompt.length) return dialect.toGuard(prompt);
+    const converted = dialect.toGuard(objects);
+    let next = 0;
+    return { ...converted, messages: prompt.map((entry) => (isObject(entry) ? converted.messages[next++] : entry)) as GuardMessage[] };
+  }
+
   async function guardParams(params: AnyParams, model: AnyModel, sessionId: string): Promise<AnyParams> {
-    const converted = dialect.toGuard(params.prompt);
+    const converted = toGuardPrompt(params.prompt as readonly unknown[]);
     const r = await guard.beforeModel({
       sessionId,
       modelId: model.modelId,
@@ -119,57 +153,155 @@ function createMiddleware(options: ContextGuardMiddlewareOptions, dialect: Diale
     return { ...params, prompt } as AnyParams;
   }
 
+  /** The call's options without `providerOptions.contextGuard`, and the session it names. */
+  function strip(params: AnyParams): { stripped: AnyParams; requested: unknown } {
+    const all = params.providerOptions;
+    if (!isObject(all)) return { stripped: params, requested: undefined };
+    const { contextGuard, ...providerOptions } = all as Record<string, unknown>;
+    const requested = isObject(contextGuard) ? (contextGuard as Record<string, unknown>)['sessionId'] : undefined;
+    return { stripped: { ...params, providerOptions } as AnyParams, requested };
+  }
+
+  // Never throws: a prompt the adapter cannot read goes to the provider as it came (the provider
+  // reports its own error for it), and onEvent hears of it.
   async function transformParams({ params, model }: { params: AnyParams; model: AnyModel }): Promise<AnyParams> {
-    const { contextGuard, ...providerOptions } = (params.providerOptions ?? {}) as Record<string, Record<string, unknown>>;
-    const requested = contextGuard?.['sessionId'];
-    const sessionId = typeof requested === 'string' && requested ? requested : deriveSessionId(params.prompt as readonly unknown[]);
-    const stripped = { ...params, providerOptions } as AnyParams;
-    if (params.providerOptions === undefined) delete (stripped as { providerOptions?: unknown }).providerOptions;
-    if (ownGuard) {
-      modelOfSession.delete(sessionId);
-      modelOfSession.set(sessionId, model);
-      if (modelOfSession.size > MAX_TRACKED) modelOfSession.delete(modelOfSession.keys().next().value as string);
+    let sessionId: string | undefined;
+    let stripped = params;
+    try {
+      const split = strip(params);
+      stripped = split.stripped;
+      sessionId = typeof split.requested === 'string' && split.requested ? split.requested : deriveSessionId(params.prompt as readonly unknown[]);
+      if (!Array.isArray(params.prompt)) {
+        report(sessionId, new TypeError('context-guard: the call\'s prompt is not an array; it was sent unguarded'));
+        return stripped;
+      }
+      if (ownGuard) {
+        modelOfSession.delete(sessionId);
+        modelOfSession.set(sessionId, model);
+        if (modelOfSession.size > MAX_TRACKED) modelOfSession.delete(modelOfSession.keys().next().value as string);
+      }
+      const guarded = await guardParams(stripped, model, sessionId);
+      calls.set(guarded, { sessionId, original: stripped });
+      return guarded;
+    } catch (error) {
+      report(sessionId, error);
+      return stripped;
     }
-    const guarded = await guardParams(stripped, model, sessionId);
-    calls.set(guarded, { sessionId, original: stripped });
-    return guarded;
   }
 
-  /** Records usage without ever failing the call. */
+  /** Records usage without ever failing the call (a provider's usage object is read defensively: it may throw). */
   function record(sessionId: string, usage: unknown): Promise<void> {
-    return guard.afterModel({ sessionId, usage: usageOf(usage) ?? null });
-  }
-
-  /** After a context-length rejection: calibrate from the provider's count, compact harder, and return the retried params. */
-  async function recover(info: CallInfo, model: AnyModel, error: unknown): Promise<AnyParams | undefined> {
-    if (!retryOnOverflow || !isContextLengthError(error)) return undefined;
-    const reported = promptTokensFromError(error);
-    if (reported !== undefined) await guard.afterModel({ sessionId: info.sessionId, usage: { inputTokens: reported } });
-    await guard.compact(info.sessionId);
-    return guardParams(info.original, model, info.sessionId);
+    let parsed: ModelUsage | undefined;
+    try {
+      parsed = usageOf(usage);
+    } catch {
+      parsed = undefined;
+    }
+    return guard.afterModel({ sessionId, usage: parsed ?? null });
   }
 
   /**
-   * Runs the call; after a context-length rejection, runs it once more on the compacted params
-   * (directly on the model: the retry is already guarded). Anything else is thrown as it is.
+   * After a context-length rejection: the guard records the provider's count and requests a
+   * compaction (one operation); the call's params are guarded again. Undefined for any other
+   * error, or when anything fails on the way: the caller then gets the provider's error as it was.
    */
-  async function withRecovery<T>(info: CallInfo | undefined, model: AnyModel, call: () => PromiseLike<T>, again: (params: AnyParams) => PromiseLike<T>): Promise<T> {
+  async function recover(info: CallInfo | undefined, model: AnyModel, error: unknown): Promise<AnyParams | undefined> {
+    if (!retryOnOverflow || !info) return undefined;
     try {
-      return await call();
-    } catch (error) {
-      const retry = info ? await recover(info, model, error) : undefined;
-      if (!retry) throw error;
-      return again(retry);
+      const { retry } = await guard.recoverFromOverflow({ sessionId: info.sessionId, error });
+      return retry ? await guardParams(info.original, model, info.sessionId) : undefined;
+    } catch {
+      return undefined;
     }
+  }
+
+  /**
+   * The stream the caller reads: the provider's parts, with usage and tool calls recorded as they
+   * pass. Leading non-content parts wait for the first content part; when a context-length
+   * rejection comes before any content (an `error` part, or the stream failing), the call is
+   * retried once and the retried stream is read instead, the rejected one dropped. Once content
+   * has been forwarded, every part passes as it comes and nothing is retried.
+   */
+  function guardedStream(
+    source: ReadableStream<StreamPart>,
+    info: CallInfo,
+    retry: (error: unknown) => Promise<StreamResult | undefined>,
+  ): ReadableStream<StreamPart> {
+    let reader = source.getReader();
+    let held: StreamPart[] | undefined = [];
+    let cancelled = false;
+
+    const forward = (controller: ReadableStreamDefaultController<StreamPart>, part: StreamPart) => {
+      controller.enqueue(part);
+      if (part?.type === 'tool-call') recordToolCalls(guard, info.sessionId, [part]);
+      if (part?.type === 'finish') void record(info.sessionId, part.usage);
+    };
+
+    /** Reads the retried stream instead, when the rejection is one the guard retries. */
+    const switchOver = async (error: unknown): Promise<boolean> => {
+      const again = await retry(error);
+      if (!again) return false;
+      reader.cancel().catch(() => {}); // what is left of the rejected attempt
+      // The caller gave up while the retry was being prepared: nobody reads it.
+      if (cancelled) again.stream.cancel().catch(() => {});
+      reader = again.stream.getReader();
+      held = [];
+      return true;
+    };
+
+    return new ReadableStream<StreamPart>({
+      async pull(controller) {
+        for (;;) {
+          if (cancelled) return;
+          let next: Awaited<ReturnType<typeof reader.read>>;
+          try {
+            next = await reader.read();
+          } catch (error) {
+            if (held && (await switchOver(error))) continue;
+            throw error;
+          }
+          if (next.done) {
+            for (const part of held ?? []) forward(controller, part);
+            controller.close();
+            return;
+          }
+          const part = next.value;
+          if (held) {
+            if (LEADING_PARTS.has(part?.type)) {
+              held.push(part);
+              continue;
+            }
+            if (part?.type === 'error' && (await switchOver(part.error))) continue;
+            for (const leading of held) forward(controller, leading);
+            held = undefined;
+          }
+          forward(controller, part);
+          return;
+        }
+      },
+      cancel(reason) {
+        cancelled = true;
+        return reader.cancel(reason);
+      },
+    });
   }
 
   return {
     transformParams,
 
+    // After a context-length rejection, the call runs once more on the compacted params (directly
+    // on the model: the retry is already guarded). Any other error, or a second rejection, is thrown as it is.
     async wrapGenerate({ doGenerate, params, model }: { doGenerate: () => PromiseLike<unknown>; params: AnyParams; model: AnyModel }) {
       const info = calls.get(params);
-      const result = await withRecovery(info, model, doGenerate, (retry) => (model.doGenerate as (p: AnyParams) => PromiseLike<unknown>)(retry));
-      if (info) {
+      let result: unknown;
+      try {
+        result = await doGenerate();
+      } catch (error) {
+        const retry = await recover(info, model, error);
+        if (!retry) throw error;
+        result = await (model.doGenerate as (p: AnyParams) => PromiseLike<unknown>)(retry);
+      }
+      if (info && isObject(result)) {
         await record(info.sessionId, (result as { usage?: unknown }).usage);
         recordToolCalls(guard, info.sessionId, (result as { content?: unknown }).content);
       }
@@ -178,19 +310,25 @@ function createMiddleware(options: ContextGuardMiddlewareOptions, dialect: Diale
 
     async wrapStream({ doStream, params, model }: { doStream: () => PromiseLike<unknown>; params: AnyParams; model: AnyModel }) {
       const info = calls.get(params);
-      type StreamResult = { stream: ReadableStream<{ type: string }> } & Record<string, unknown>;
-      const result = (await withRecovery(info, model, doStream, (retry) => (model.doStream as (p: AnyParams) => PromiseLike<unknown>)(retry))) as StreamResult;
+      // One retry per call, whether the rejection is thrown by doStream or arrives in the stream.
+      let retried = false;
+      const retry = async (error: unknown): Promise<StreamResult | undefined> => {
+        if (retried) return undefined;
+        const again = await recover(info, model, error);
+        if (!again) return undefined;
+        retried = true;
+        return (await (model.doStream as (p: AnyParams) => PromiseLike<unknown>)(again)) as StreamResult;
+      };
+      let result: StreamResult;
+      try {
+        result = (await doStream()) as StreamResult;
+      } catch (error) {
+        const again = await retry(error);
+        if (!again) throw error;
+        result = again;
+      }
       if (!info) return result;
-      // Usage arrives with the `finish` part: recorded as it passes, without holding any part back.
-      // A stream that ends or aborts before it records nothing.
-      const recorder = new TransformStream<{ type: string }, { type: string }>({
-        transform(part, controller) {
-          controller.enqueue(part);
-          if (part.type === 'tool-call') recordToolCalls(guard, info.sessionId, [part]);
-          if (part.type === 'finish') void record(info.sessionId, (part as { usage?: unknown }).usage);
-        },
-      });
-      return { ...result, stream: result.stream.pipeThrough(recorder) };
+      return { ...result, stream: guardedStream(result.stream, info, retry) };
     },
 
     guard,

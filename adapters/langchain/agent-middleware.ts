@@ -3,7 +3,8 @@
 //   and the kept messages), so LangGraph checkpoints hold the compacted history and later turns
 //   build on the summary instead of summarizing the same messages again;
 // - wrapModelCall fits the single request (system message and bound tools counted) when it is
-//   still over, on a copy: the state is not touched there;
+//   still over, on a copy: the state is not touched there; when the provider still rejects it for
+//   its length, it is compacted and sent once more;
 // - afterModel records the provider's real count from the new AIMessage's usage_metadata.
 import { RemoveMessage, SystemMessage, type BaseMessage } from '@langchain/core/messages';
 import { createMiddleware } from 'langchain';
@@ -153,11 +154,23 @@ export function contextGuardMiddleware(options: ContextGuardAgentMiddlewareOptio
         checked.delete(sessionId);
         // The request beforeModel just checked, unchanged (same messages, system message and tools):
         // already estimated and fitted.
-        if (seen?.shape && sameList(seen.messages, request.messages) && seen.shape.system === shape.system && seen.shape.tools === shape.tools) {
-          return handler(request);
+        const checkedAlready =
+          seen?.shape && sameList(seen.messages, request.messages) && seen.shape.system === shape.system && seen.shape.tools === shape.tools;
+        const messages = checkedAlready ? undefined : await guardMessages(sessionId, shape, request.messages);
+        try {
+          return await handler(messages ? { ...request, messages } : request);
+        } catch (error) {
+          // A context-length rejection: the guard recorded the provider's count and requested a
+          // compaction; the request is fitted again (on a copy, as always here: the next beforeModel
+          // hook finds the stored summary and writes it into the state) and sent once more. Any other
+          // error, a failure on the way, or a second rejection reaches the agent as the model threw it.
+          const { retry } = await guard.recoverFromOverflow({ sessionId, error });
+          if (!retry) throw error;
+          const again = await guardMessages(sessionId, shape, request.messages).catch(() => {
+            throw error;
+          });
+          return handler(again ? { ...request, messages: again } : request);
         }
-        const messages = await guardMessages(sessionId, shape, request.messages);
-        return handler(messages ? { ...request, messages } : request);
       },
 
       afterModel: async (state, runtime) => {

@@ -3,11 +3,12 @@
 // LangChain reports a chat model's usage in `handleLLMEnd`; the handler is awaited (not run in the
 // background, LangChain's default) so that the next beforeModel already sees this call's count:
 // a backgrounded recording could land after the next estimate and leave calibration one call late.
+// A context-length rejection (`handleLLMError`) prepares the retry: the next beforeModel compacts.
 // It never throws: a callback that fails must not fail the model call it observes.
 import { BaseCallbackHandler } from '@langchain/core/callbacks/base';
 import type { BaseMessage } from '@langchain/core/messages';
 import type { LLMResult } from '@langchain/core/outputs';
-import type { ContextGuard, ModelUsage } from '../../src/index.ts';
+import { isContextLengthError, type ContextGuard, type ModelUsage } from '../../src/index.ts';
 import { deriveSessionId } from '../shared/session-id.ts';
 import { toGuardMessages } from './convert.ts';
 
@@ -121,8 +122,20 @@ export class ContextGuardCallbackHandler extends BaseCallbackHandler {
     this.remember({ runId, ...(parentRunId ? { parentRunId } : {}), tags: tags ?? [], metadata: metadata ?? {} });
   }
 
-  override handleLLMError(_error: unknown, runId: string): void {
-    this.runs.delete(runId);
+  /**
+   * A context-length rejection is recorded as the guard's adapters record it (the provider's count,
+   * a compaction requested), so that your loop's next beforeModel compacts before you retry.
+   */
+  override async handleLLMError(error: unknown, runId: string, parentRunId?: string, tags?: string[]): Promise<void> {
+    try {
+      const info = this.runs.get(runId) ?? { runId, ...(parentRunId ? { parentRunId } : {}), tags: tags ?? [], metadata: {} };
+      this.runs.delete(runId);
+      if ((tags ?? info.tags).includes(SUMMARIZER_TAG) || !isContextLengthError(error)) return;
+      const sessionId = this.resolveSession(info);
+      if (sessionId) await this.guard.recoverFromOverflow({ sessionId, error });
+    } catch {
+      // Never into the model call: recoverFromOverflow reports its own problems as events.
+    }
   }
 
   override async handleLLMEnd(output: LLMResult, runId: string, parentRunId?: string, tags?: string[]): Promise<void> {

@@ -2,8 +2,9 @@
 // calling interface (invoke, stream, batch, bindTools, withConfig...): each call's messages are
 // converted to the guard's (convert.ts), estimated and compacted by beforeModel, converted back
 // (untouched messages are the caller's own objects) and sent to the wrapped model; the response's
-// usage_metadata is then recorded by afterModel. No run of its own is created: the wrapped model's
-// run, in the caller's trace, shows exactly the compacted messages the provider received.
+// usage_metadata is then recorded by afterModel. A context-length rejection (before any chunk, when
+// streaming) is recovered once: the call is compacted and sent again. No run of its own is created:
+// the wrapped model's run, in the caller's trace, shows exactly the compacted messages the provider received.
 import type { BaseLanguageModelInput } from '@langchain/core/language_models/base';
 import type { BaseChatModelCallOptions, BindToolsInput } from '@langchain/core/language_models/chat_models';
 import { coerceMessageLikeToMessage, HumanMessage, type AIMessageChunk, type BaseMessage, type BaseMessageLike } from '@langchain/core/messages';
@@ -63,6 +64,12 @@ interface GuardedFields {
 }
 
 const MAX_CONTEXTS = 10_000;
+
+/** One call's guarded input, and its session (none when the input could not be read). */
+interface PreparedCall {
+  input: BaseLanguageModelInput;
+  sessionId?: string;
+}
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
 
@@ -154,33 +161,74 @@ export class GuardedChatModel<CallOptions extends BaseChatModelCallOptions = Bas
     return `ContextGuard(${inner})${suffix ?? ''}`;
   }
 
+  // After a context-length rejection the call is guarded again (the guard recorded the provider's
+  // count and compacts) and sent once more; a second rejection, or any other error, reaches the caller.
   override async invoke(input: BaseLanguageModelInput, options?: Partial<CallOptions>): Promise<Output> {
     const config = ensureConfig(options) as Partial<CallOptions>;
-    const call = await this.prepare(input, config);
-    const response = (await this.fields.bound.invoke(call.input, config)) as Output;
+    let call = await this.prepare(input, config);
+    let response: Output;
+    try {
+      response = (await this.fields.bound.invoke(call.input, config)) as Output;
+    } catch (error) {
+      const retry = await this.retryAfter(error, call, input, config);
+      if (!retry) throw error;
+      call = retry;
+      response = (await this.fields.bound.invoke(call.input, config)) as Output;
+    }
     if (call.sessionId) await this.guard.afterModel({ sessionId: call.sessionId, usage: usageOf(response) });
     return response;
   }
 
+  // A rejection before the first chunk is retried as invoke's is; once a chunk has reached the
+  // caller, errors pass as they come.
   override async *_streamIterator(input: BaseLanguageModelInput, options?: Partial<CallOptions>): AsyncGenerator<Output> {
     const config = ensureConfig(options) as Partial<CallOptions>;
-    const call = await this.prepare(input, config);
-    // Usage arrives in parts (Anthropic: input with the first chunk, output with the last): summed,
-    // as LangChain's own chunk concatenation does. A stream abandoned early records nothing.
-    let inputTokens: number | undefined;
-    let outputTokens: number | undefined;
-    for await (const chunk of await this.fields.bound.stream(call.input, config)) {
-      const usage = usageOf(chunk);
-      if (usage) {
-        inputTokens = (inputTokens ?? 0) + usage.inputTokens;
-        if (usage.outputTokens !== undefined) outputTokens = (outputTokens ?? 0) + usage.outputTokens;
+    let call = await this.prepare(input, config);
+    let retried = false;
+    for (;;) {
+      // Usage arrives in parts (Anthropic: input with the first chunk, output with the last): summed,
+      // as LangChain's own chunk concatenation does. A stream abandoned early records nothing.
+      let inputTokens: number | undefined;
+      let outputTokens: number | undefined;
+      let started = false;
+      try {
+        for await (const chunk of await this.fields.bound.stream(call.input, config)) {
+          const usage = usageOf(chunk);
+          if (usage) {
+            inputTokens = (inputTokens ?? 0) + usage.inputTokens;
+            if (usage.outputTokens !== undefined) outputTokens = (outputTokens ?? 0) + usage.outputTokens;
+          }
+          started = true;
+          yield chunk as Output;
+        }
+      } catch (error) {
+        const retry = started || retried ? undefined : await this.retryAfter(error, call, input, config);
+        if (!retry) throw error;
+        call = retry;
+        retried = true;
+        continue;
       }
-      yield chunk as Output;
+      if (call.sessionId) {
+        const usage = inputTokens === undefined ? null : { inputTokens, ...(outputTokens !== undefined ? { outputTokens } : {}) };
+        await this.guard.afterModel({ sessionId: call.sessionId, usage });
+      }
+      return;
     }
-    if (call.sessionId) {
-      const usage = inputTokens === undefined ? null : { inputTokens, ...(outputTokens !== undefined ? { outputTokens } : {}) };
-      await this.guard.afterModel({ sessionId: call.sessionId, usage });
-    }
+  }
+
+  /**
+   * After a failed call: when the guard recognizes a context-length rejection (it then records the
+   * provider's count and requests a compaction), the call guarded again; otherwise undefined.
+   */
+  private async retryAfter(
+    error: unknown,
+    call: PreparedCall,
+    input: BaseLanguageModelInput,
+    config: Partial<CallOptions>,
+  ): Promise<PreparedCall | undefined> {
+    if (!call.sessionId) return undefined;
+    const { retry } = await this.guard.recoverFromOverflow({ sessionId: call.sessionId, error });
+    return retry ? this.prepare(input, config) : undefined;
   }
 
   /**
@@ -234,7 +282,7 @@ export class GuardedChatModel<CallOptions extends BaseChatModelCallOptions = Bas
   }
 
   /** The guarded input of one call, and its session; the input as it was when it cannot be read. */
-  private async prepare(input: BaseLanguageModelInput, config: Partial<CallOptions>): Promise<{ input: BaseLanguageModelInput; sessionId?: string }> {
+  private async prepare(input: BaseLanguageModelInput, config: Partial<CallOptions>): Promise<PreparedCall> {
     let messages: BaseMessage[];
     try {
       messages = toBaseMessages(input);

@@ -19,7 +19,7 @@ import { renderView, replaceMedia, type CompactionMemo, type View } from './memo
 import { continuationMessage, isContinuation, isOwnMessage, rememberOwn, summaryBodyOf, summaryMessage } from './placement.ts';
 import { isProtectedTool, outputChars, PLACEHOLDER, placeholderOutput, toolEditKey, toolResultsOf } from './prune.ts';
 import { toolOutputText } from './text.ts';
-import { mechanicalSummary } from './mechanical.ts';
+import { mechanicalDigest } from './mechanical.ts';
 import { leadingSystemCount, unitsOf, type Unit } from './structure.ts';
 import type { SummarizeOutcome } from './summarize.ts';
 import type { CompactionReason, CompactionResult, CompactionStep } from './types.ts';
@@ -56,10 +56,15 @@ export interface PipelineInput {
   price: (chars: number, mediaTokens: number) => number;
   /** Provider tokens per heuristic character (an upper bound of the marginal rate). */
   tokensPerChar: number;
-  /** `roomTokens`: what the summary may take under the target, the mechanical digest's bound. */
-  summarize: (messages: GuardMessage[], previousSummary: string | undefined, roomTokens: number) => Promise<SummarizeOutcome>;
+  /**
+   * `roomTokens`: what the summary may take under the target, the mechanical digest's bound;
+   * `userRoomTokens`: what it may take under the threshold, only to keep the user's words.
+   */
+  summarize: (messages: GuardMessage[], previousSummary: string | undefined, roomTokens: number, userRoomTokens: number) => Promise<SummarizeOutcome>;
   /** Called once, before the first step that changes the prompt (not at all when none does). */
   onStart: () => void;
+  /** Called when a mechanical digest could not keep the start of every message it stands for. */
+  onDigestLoss: (lostMessages: number, lostUserMessages: number) => void;
 }
 
 export interface PipelineOutput {
@@ -147,7 +152,7 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
     start();
     if (steps[steps.length - 1] !== name) steps.push(name);
   };
-  const stats: Stats = { pruned: 0, truncated: 0, summarized: 0, splitTurn: false, calls: 0, inputTokens: 0, summaryTokens: 0, summary: undefined };
+  const stats: Stats = { pruned: 0, truncated: 0, summarized: 0, splitTurn: false, calls: 0, inputTokens: 0, summaryTokens: 0, summary: undefined, extended: false };
 
   const render = (): Rendered => {
     const view = renderView(p.input, memo, memo.summary !== undefined, p.hashOf);
@@ -158,7 +163,9 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
   };
   let cur = render();
   const messagesBefore = cur.view.messages.length;
-  const under = () => cur.tokens <= s.target;
+  // A digest that grew past the target to keep the user's words is not then cut back by hard fit:
+  // from there the aim is the threshold.
+  const under = () => cur.tokens <= (stats.extended ? p.threshold : s.target);
   const messageTokens = (i: number) => {
     const e = cur.entries[i];
     return e ? e.chars * p.tokensPerChar + e.mediaTokens : 0;
@@ -188,7 +195,9 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
     smallestPrompt(p, memo, request);
     if (dropped.length > 0 && memo.summary) {
       const maxChars = Math.floor(p.settings.maxSummaryTokens / p.tokensPerChar);
-      memo.summary.text = p.redact(mechanicalSummary(dropped, { ...(previous ? { previousSummary: previous } : {}), maxChars }));
+      const digest = mechanicalDigest(dropped, { ...(previous ? { previousSummary: previous } : {}), maxChars });
+      memo.summary.text = p.redact(digest.text);
+      p.onDigestLoss(digest.lostMessages, digest.lostUserMessages);
       stats.summarized = dropped.length;
     }
     step('hard-fit');
@@ -390,6 +399,8 @@ interface Stats {
   inputTokens: number;
   summaryTokens: number;
   summary: string | undefined;
+  /** The mechanical digest took room up to the threshold to keep user messages. */
+  extended: boolean;
 }
 
 /**
@@ -483,7 +494,15 @@ async function summarizeStep(
   p.onStart();
   // The digest may fill most of the room the summarized messages leave under the target; the rest
   // is for the summary's framing and the continuation.
-  const outcome = await p.summarize(toSummarize, previousSummary, 0.75 * (s.target - (cur.tokens - summarizedTokens)) - 200 * p.tokensPerChar);
+  // To keep the start of every user message, a digest may grow further, up to the threshold.
+  const rest = cur.tokens - summarizedTokens;
+  const outcome = await p.summarize(
+    toSummarize,
+    previousSummary,
+    0.75 * (s.target - rest) - 200 * p.tokensPerChar,
+    0.85 * (p.threshold - rest) - 200 * p.tokensPerChar,
+  );
+  stats.extended = outcome.extended === true;
   const extracted = s.fileOps ? extractFileOps(toSummarize, s.fileOps, previousFileOps) : undefined;
   // Paths are the conversation's words too: a clone URL may carry credentials.
   const fileOps = extracted && { read: extracted.read.map(p.redact), modified: extracted.modified.map(p.redact) };

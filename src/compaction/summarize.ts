@@ -5,12 +5,11 @@
 // always produced.
 import type { SummarizerFailedEvent } from '../events.ts';
 import type { GuardMessage } from '../messages.ts';
-import { mechanicalSummary } from './mechanical.ts';
+import { mechanicalDigest } from './mechanical.ts';
 import { clipMessage } from './memo.ts';
 import { applyToolEdits, outputChars, toolResultsOf } from './prune.ts';
 import { unitsOf } from './structure.ts';
 import { buildSummaryRequest, DEFAULT_TRANSCRIPT_TOOL_RESULT_CHARS, renderTranscript } from './prompt.ts';
-import { clipMiddle } from './text.ts';
 import { redactMessage } from './redact.ts';
 import type { Summarizer } from './types.ts';
 
@@ -23,6 +22,9 @@ export type SummarizerFailure = SummarizerFailedEvent['reason'];
 
 /** Fewest transcript characters worth a summarizer call. */
 const MIN_CHUNK_CHARS = 400;
+
+/** The longest delay a timer holds (about 24.8 days); a longer one fires at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Skips the summarizer for `cooldownMs` after `failures` consecutive failures (per guard). */
 export class CircuitBreaker {
@@ -64,6 +66,12 @@ export interface SummarizeRequest {
   maxSummaryTokens: number;
   summarizerContextWindow: number;
   timeoutMs: number;
+  /**
+   * When the whole compaction must be done (epoch milliseconds): each call's timeout is cut to the
+   * time left, and what is not summarized by then is folded into the mechanical digest (reason
+   * `deadline`, which is not held against the summarizer by the circuit breaker).
+   */
+  deadline?: number;
   /** Provider tokens per character of plain text (calibrated), to size prompts and answers. */
   tokensPerChar: number;
   summarizer: Summarizer | undefined;
@@ -72,6 +80,12 @@ export interface SummarizeRequest {
    * message lines it keeps, the less history a failed summarizer costs.
    */
   roomTokens?: number;
+  /**
+   * Room under the threshold (more than `roomTokens`) the mechanical digest may grow into, only
+   * when that keeps the start of user messages it would otherwise lose: the user's words are worth
+   * a compaction that comes a little sooner.
+   */
+  userRoomTokens?: number;
   /** Applied to everything sent to the summarizer and to the summary it returns. */
   redact?: (text: string) => string;
   /** The model call's own signal: when it fires, the summarizer is aborted and not counted as failing. */
@@ -87,6 +101,12 @@ export interface SummarizeOutcome {
   mechanical: boolean;
   calls: number;
   inputTokens: number;
+  /** Messages the mechanical digest could name only by count (0 when none, or no digest): see the `digest-loss` event. */
+  lostMessages: number;
+  /** Of those, user messages. */
+  lostUserMessages: number;
+  /** Whether the digest grew into `userRoomTokens` to keep user messages (the prompt may then sit above the target). */
+  extended?: boolean;
 }
 
 class Failure extends Error {
@@ -105,11 +125,14 @@ function textOfAnswer(answer: unknown): string | undefined {
   return undefined;
 }
 
-/** Calls the summarizer once, with a timeout that aborts it; throws a Failure when the answer is unusable. */
+/**
+ * Calls the summarizer once, with a timeout that aborts it (reported as `reason`: a timeout, or the
+ * compaction's deadline when that came first); throws a Failure when the answer is unusable.
+ */
 async function callOnce(
   summarizer: Summarizer,
   input: Omit<Parameters<Summarizer>[0], 'signal'>,
-  timeoutMs: number,
+  limit: { ms: number; reason: 'timeout' | 'deadline' },
   maxChars: number,
   outer: AbortSignal | undefined,
 ): Promise<string> {
@@ -117,12 +140,14 @@ async function callOnce(
   let timer: ReturnType<typeof setTimeout> | undefined;
   let onAbort: (() => void) | undefined;
   const timeout = new Promise<never>((_, reject) => {
+    // Not unref'd: a host whose only pending work is this call (a script, a serverless handler)
+    // must wait for it to settle, or beforeModel never returns. The timer is cleared as soon as the
+    // call settles, so it keeps no process alive past the timeout.
     timer = setTimeout(() => {
-      controller.abort(new Error(`summarizer timed out after ${timeoutMs} ms`));
-      reject(new Failure('timeout'));
-    }, timeoutMs);
-    // A pending summary must not keep a process alive on its own.
-    (timer as { unref?: () => void }).unref?.();
+      const why = limit.reason === 'deadline' ? 'the compaction reached its deadline' : `summarizer timed out after ${limit.ms} ms`;
+      controller.abort(new Error(why));
+      reject(new Failure(limit.reason));
+    }, Math.min(limit.ms, MAX_TIMER_MS));
     if (outer) {
       onAbort = () => {
         controller.abort(outer.reason);
@@ -156,6 +181,29 @@ function clipToolOutputs(message: GuardMessage, maxChars: number): GuardMessage 
 }
 
 /**
+ * The message with its text parts joined into one (where the first was). Clipping shares a
+ * message's budget among its text parts, so thousands of small parts (a log pasted line by line)
+ * would each stay under their share and the message would not shrink at all; one part can be cut.
+ */
+function mergeTextParts(message: GuardMessage): GuardMessage {
+  const content = message.content as unknown;
+  if (!Array.isArray(content)) return message;
+  const texts: string[] = [];
+  for (const p of content) if (p?.type === 'text') texts.push(String(p.text ?? ''));
+  if (texts.length < 2) return message;
+  const parts: unknown[] = [];
+  let placed = false;
+  for (const p of content) {
+    if (p?.type !== 'text') parts.push(p);
+    else if (!placed) {
+      parts.push({ type: 'text', text: texts.join('\n') });
+      placed = true;
+    }
+  }
+  return { ...message, content: parts } as GuardMessage;
+}
+
+/**
  * Cuts messages into chunks whose rendered transcript fits `budgetChars`. A tool call and its
  * results stay in one chunk when they fit one (the summarizer should see what a call returned);
  * a single message too big for a chunk is clipped.
@@ -170,7 +218,7 @@ function chunk(messages: GuardMessage[], budgetChars: number): GuardMessage[][] 
       // of its tool results get a share of the chunk.
       const results = toolResultsOf(message).length;
       if (results > 0) message = clipToolOutputs(message, Math.max(100, Math.floor((budgetChars - 200) / results) - 150));
-      message = clipMessage(message, Math.max(200, budgetChars - 200));
+      message = clipMessage(mergeTextParts(message), Math.max(200, budgetChars - 200));
       size = renderTranscript([message], options).length;
     }
     return { message, size };
@@ -224,15 +272,16 @@ export async function summarize(req: SummarizeRequest, override?: string): Promi
 
 async function summarizeRaw(req: SummarizeRequest, override?: string): Promise<SummarizeOutcome> {
   const maxChars = req.maxSummaryTokens / req.tokensPerChar;
-  if (override !== undefined) return { text: override, mechanical: false, calls: 0, inputTokens: 0 };
+  if (override !== undefined) return { text: override, mechanical: false, calls: 0, inputTokens: 0, lostMessages: 0, lostUserMessages: 0 };
   let running = req.previousSummary;
   let calls = 0;
   let inputTokens = 0;
   /** Reports why the summarizer was not (or no longer) used; `rest` goes to the digest on top of the summary so far. */
   const fallBack = (reason: SummarizerFailure, rest: GuardMessage[], error?: unknown): SummarizeOutcome => {
     req.onFailure(reason, req.breaker.consecutiveFailures, error);
-    return { text: fallbackDigest(rest, running, maxChars, req), mechanical: true, calls, inputTokens };
+    return { ...fallbackDigest(rest, running, maxChars, req), mechanical: true, calls, inputTokens };
   };
+  const deadline = req.deadline !== undefined && Number.isFinite(req.deadline) ? req.deadline : Infinity;
   const summarizer = req.summarizer;
   if (!summarizer) return fallBack('missing', req.messages);
 
@@ -252,6 +301,8 @@ async function summarizeRaw(req: SummarizeRequest, override?: string): Promise<S
   for (let i = 0; i < chunks.length; i++) {
     const rest = () => chunks.slice(i).flat();
     if (req.signal?.aborted) return fallBack('aborted', rest());
+    const left = deadline - Date.now();
+    if (left <= 0) return fallBack('deadline', rest());
     const budget = budgetFor(running?.length ?? 0);
     if (budget < budgetChars) {
       if (budget < MIN_CHUNK_CHARS) return fallBack('no-room', rest());
@@ -275,30 +326,36 @@ async function summarizeRaw(req: SummarizeRequest, override?: string): Promise<S
           sessionId: req.sessionId,
           maxSummaryTokens: req.maxSummaryTokens,
         },
-        req.timeoutMs,
+        left < req.timeoutMs ? { ms: left, reason: 'deadline' } : { ms: req.timeoutMs, reason: 'timeout' },
         maxChars,
         req.signal,
       );
       req.breaker.success();
     } catch (error) {
       const f = error instanceof Failure ? error : new Failure('error', error);
-      // The caller gave up: that says nothing about the summarizer's health.
-      if (f.reason !== 'aborted') req.breaker.failure(Date.now());
+      // The caller gave up, or the compaction ran out of time: that says nothing about the summarizer's health.
+      if (f.reason !== 'aborted' && f.reason !== 'deadline') req.breaker.failure(Date.now());
       return fallBack(f.reason, rest(), f.detail);
     }
   }
-  return { text: running ?? '', mechanical: false, calls, inputTokens };
+  return { text: running ?? '', mechanical: false, calls, inputTokens, lostMessages: 0, lostUserMessages: 0 };
 }
 
 /**
- * The mechanical digest of `messages` after `previous`, bounded: the previous summary (clipped to
- * the summary budget if a chain of fallbacks grew it) plus the most recent message lines, within
- * the room under the target (at least 1.5 × the summary budget), so that repeated failures cannot
- * make the summary outgrow the prompt. Lines that do not fit are counted in the digest.
+ * The mechanical digest of `messages` after `previous`, bounded by the room under the target (at
+ * least 1.5 × the summary budget, so that a tiny room still leaves the start of every user message
+ * a place), so that repeated failures cannot make the summary outgrow the prompt. Within that
+ * bound the digest decides what gives way: tool output first, the previous summary's middle only
+ * when it and the user messages' starts do not fit together, the oldest user messages last, counted.
  */
-function fallbackDigest(messages: GuardMessage[], previous: string | undefined, maxChars: number, req: SummarizeRequest): string {
-  const previousSummary = previous !== undefined && previous.length > maxChars ? clipMiddle(previous, maxChars) : previous;
+function fallbackDigest(messages: GuardMessage[], previous: string | undefined, maxChars: number, req: SummarizeRequest) {
   const room = req.roomTokens !== undefined && req.roomTokens > 0 ? req.roomTokens / req.tokensPerChar : 0;
-  if (process.env.DBG) console.log("fallbackDigest", { n: messages.length, prev: previous?.length, maxChars, roomTokens: req.roomTokens, tpc: req.tokensPerChar, room });
-  return mechanicalSummary(messages, { previousSummary, maxChars: Math.floor(Math.max(maxChars * 1.5, room)) });
+  const bound = Math.floor(Math.max(maxChars * 1.5, room));
+  const options = previous !== undefined ? { previousSummary: previous } : {};
+  const digest = mechanicalDigest(messages, { ...options, maxChars: bound });
+  const userRoom = req.userRoomTokens !== undefined && req.userRoomTokens > 0 ? Math.floor(req.userRoomTokens / req.tokensPerChar) : 0;
+  if (digest.lostUserMessages === 0 || userRoom <= bound) return { ...digest, extended: false };
+  // Losing user messages: the digest may take the room up to the threshold instead.
+  const wider = mechanicalDigest(messages, { ...options, maxChars: userRoom });
+  return { ...wider, extended: true };
 }

@@ -106,7 +106,10 @@ function turn(i: number, userChars: number, toolChars: number): GuardMessage[] {
         { type: 'tool-call', toolCallId: `c${i}`, toolName: 'read_file', input: { path: `src/file-${i}.ts` } },
       ],
     },
-    { role: 'tool', content: [{ type: 'tool-result', toolCallId: `c${i}`, toolName: 'read_file', output: { type: 'text', value: `file ${i} ${filler(toolChars)}` } }] },
+    {
+      role: 'tool',
+      content: [{ type: 'tool-result', toolCallId: `c${i}`, toolName: 'read_file', output: { type: 'text', value: `file ${i} ${filler(toolChars)}` } }],
+    },
     { role: 'assistant', content: `Done with request ${i}. ${filler(500)}` },
   ];
 }
@@ -132,7 +135,7 @@ const factsIn = (digest: string) => Array.from({ length: 400 }, (_, i) => i).fil
 
 describe('mechanicalDigest over its budget', () => {
   it('the issue scenario at a 4k window: 17 messages, every user request kept whole, tool output shrunk first', () => {
-    const history = [...turn(0, 120, 3000), ...turn(1, 120, 3000), ...turn(2, 120, 3000), ...turn(3, 120, 3000), { role: 'user', content: `request-4: ${filler(120)}` } as GuardMessage];
+    const history = [0, 1, 2, 3].flatMap((i) => turn(i, 120, 3000)).concat({ role: 'user', content: `request-4: ${filler(120)}` });
     expect(history).toHaveLength(17);
     // What the summarizer's fallback gets at a 4k window: 1.5 × the 400-token summary budget at 0.375 tokens a character.
     const maxChars = 1600;
@@ -274,13 +277,14 @@ describe('mechanicalDigest over its budget', () => {
           const history: GuardMessage[] = spec.map(({ role, chars }, i): GuardMessage => {
             if (role === 'user') return { role, content: `u${i}: ${filler(chars)}` };
             if (role === 'assistant') return { role, content: `a${i}: ${filler(chars)}` };
-            return { role, content: [{ type: 'tool-result', toolCallId: `t${i}`, toolName: 'run', output: { type: 'text', value: `t${i}: ${filler(chars)}` } }] };
+            const output = { type: 'text' as const, value: `t${i}: ${filler(chars)}` };
+            return { role, content: [{ type: 'tool-result', toolCallId: `t${i}`, toolName: 'run', output }] };
           });
           const previousSummary = previousChars === undefined ? undefined : `PREV ${filler(previousChars)} END`;
           const d = mechanicalDigest(history, { maxChars, previousSummary });
           expect(d.text.length).toBeLessThanOrEqual(maxChars);
           const users = history.flatMap((m, i) => (m.role === 'user' ? [i] : []));
-          const present = users.filter((i) => d.text.includes(`- user: u${i}: `));
+          const present = users.filter((i) => d.text.includes(`- user: u${i}:`));
           expect(present.length + d.lostUserMessages).toBe(users.length);
           // The ones kept are the most recent.
           expect(present).toEqual(users.slice(users.length - present.length));

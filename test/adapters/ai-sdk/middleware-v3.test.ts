@@ -13,6 +13,7 @@ import type { ContextGuardOptions, GuardMessage, Summarizer } from '../../../src
 import { pairingProblems } from '../../compaction/invariants.ts';
 import { recorder } from '../../helpers.ts';
 import { fileText, hasSummary, promptShapeProblems, readerScript, scriptedModel, textOf, tokensOf, type CallOptions, type ScriptOptions } from './mock.ts';
+import { hostileCases } from './hostile-cases.ts';
 
 const WINDOW = 8_000;
 const SYSTEM = 'You are a coding agent. Read the files you need, then answer.';
@@ -259,4 +260,37 @@ describe('ai 6: message identity and compactTool', () => {
     expect(String(r.steps[0]!.toolResults[0]!.output)).toMatch(/^No compaction needed/);
     expect(mock.summarizerCalls()).toEqual([]);
   });
+});
+
+// The table of hostile provider errors and prompts (issue 11) shared with ai 7.
+hostileCases({
+  label: 'ai 6',
+  setup: (script, options = {}) => {
+    const { upstream = [], ...guardOptions } = options;
+    return setup(script, { middleware: upstream as LanguageModelV3Middleware[], ...guardOptions });
+  },
+  rewrite: (transform) =>
+    ({
+      specificationVersion: 'v3',
+      transformParams: async ({ params }) => transform(params as unknown as CallOptions) as unknown as typeof params,
+    }) satisfies LanguageModelV3Middleware,
+  run: async (mode, { model, system, messages, tools, providerOptions }) => {
+    const args = {
+      model: model as Parameters<typeof generateText>[0]['model'],
+      maxRetries: 0,
+      ...(system ? { system } : {}),
+      messages: messages as ModelMessage[],
+      ...(tools ? { tools: { read: readTool() } } : {}),
+      ...(providerOptions ? { providerOptions: providerOptions as never } : {}),
+    };
+    if (mode === 'generate') {
+      const r = await generateText(args);
+      return { text: r.text, responseId: r.response.id };
+    }
+    const errors: unknown[] = [];
+    const r = streamText({ ...args, onError: ({ error }) => void errors.push(error) });
+    await r.consumeStream();
+    if (errors.length > 0) throw errors[0];
+    return { text: await r.text, responseId: (await r.response).id };
+  },
 });

@@ -12,7 +12,8 @@ import { compactTool, contextGuardMiddleware } from '../../../adapters/ai-sdk/in
 import type { ContextGuardOptions, GuardMessage, Summarizer } from '../../../src/index.ts';
 import { pairingProblems } from '../../compaction/invariants.ts';
 import { recorder } from '../../helpers.ts';
-import { fileText, hasSummary, isSummarizerCall, promptShapeProblems, readerScript, scriptedModel, textOf, tokensOf, type CallOptions, type ScriptOptions } from './mock.ts';
+import { arrayStream, fileText, hasSummary, isSummarizerCall, promptShapeProblems, readerScript, scriptedModel, textOf, tokensOf, type CallOptions, type ScriptOptions } from './mock.ts';
+import { hostileCases } from './hostile-cases.ts';
 
 const WINDOW = 8_000;
 const SYSTEM = 'You are a coding agent. Read the files you need, then answer.';
@@ -341,7 +342,7 @@ describe('streaming', () => {
   const callOptions = (text: string) =>
     ({ prompt: [{ role: 'user', content: [{ type: 'text', text }] }], providerOptions: { contextGuard: { sessionId: 'direct' } } }) as never;
 
-  it('passes every part through as the same object, without holding any back, and records usage at finish', async () => {
+  it('passes every part through as the same object, holding back only the leading metadata until content, and records usage at finish', async () => {
     // A provider stream the test feeds by hand.
     let feed!: ReadableStreamDefaultController<object>;
     const source = new ReadableStream<object>({ start: (c) => void (feed = c) });
@@ -349,10 +350,14 @@ describe('streaming', () => {
 
     const { stream } = await model.doStream(callOptions('hi'));
     const reader = stream.getReader();
-    const parts: object[] = [{ type: 'stream-start', warnings: [] }, { type: 'text-start', id: '1' }, { type: 'text-delta', id: '1', delta: 'hello' }, { type: 'text-end', id: '1' }];
-    for (const part of parts) {
+    // The parts before any content wait for the first content part (a rejection may still follow them).
+    const leading: object[] = [{ type: 'stream-start', warnings: [] }, { type: 'response-metadata', id: 'resp_1' }];
+    const textStart = { type: 'text-start', id: '1' };
+    for (const part of [...leading, textStart]) feed.enqueue(part);
+    for (const part of [...leading, textStart]) expect((await reader.read()).value).toBe(part);
+    for (const part of [{ type: 'text-delta', id: '1', delta: 'hello' }, { type: 'text-end', id: '1' }]) {
       feed.enqueue(part);
-      // Each part comes out before the next one exists: nothing waits for the finish part.
+      // From the first content part on, each part comes out before the next one exists: nothing waits for the finish part.
       expect((await reader.read()).value).toBe(part);
     }
     await Promise.resolve();
@@ -366,6 +371,44 @@ describe('streaming', () => {
     await vi.waitFor(() => expect(events.of('usage-recorded')).toHaveLength(1));
     expect(events.last('usage-recorded')).toMatchObject({ sessionId: 'direct', inputTokens: 42, outputTokens: 3 });
   }, 2_000); // a middleware that held parts back would hang here
+
+  it('a caller that cancels while an in-stream overflow is being retried: the retried stream is cancelled too', async () => {
+    let retriedCancelled = false;
+    const overflowPart = { type: 'error', error: { message: 'Your input exceeds the context window of this model.', code: 'context_length_exceeded' } };
+    let calls = 0;
+    const { model } = setup({
+      reply: () => ({ text: 'hello' }),
+      stream: () =>
+        calls++ === 0
+          ? new ReadableStream({ start: (c) => void (c.enqueue({ type: 'stream-start', warnings: [] }), c.enqueue(overflowPart), c.close()) })
+          : new ReadableStream({ start: (c) => void c.enqueue({ type: 'stream-start', warnings: [] }), cancel: () => void (retriedCancelled = true) }),
+    });
+    const { stream } = await model.doStream(callOptions('hi'));
+    const reader = stream.getReader();
+    const read = reader.read();
+    await reader.cancel('the user left');
+    expect((await read).done).toBe(true);
+    await vi.waitFor(() => expect(retriedCancelled).toBe(true));
+    expect(calls).toBe(2);
+  });
+
+  it('a finish part whose usage throws when read passes through, and nothing is recorded', async () => {
+    const usage = Object.defineProperty({}, 'inputTokens', {
+      get() {
+        throw new Error('usage getter');
+      },
+    });
+    const finish = { type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage };
+    const parts = [{ type: 'stream-start', warnings: [] }, { type: 'text-start', id: '1' }, { type: 'text-delta', id: '1', delta: 'hi' }, { type: 'text-end', id: '1' }, finish];
+    const { events, model } = setup({ reply: () => ({ text: 'hi' }), stream: () => arrayStream(parts) });
+    const { stream } = await model.doStream(callOptions('hi'));
+    const received: unknown[] = [];
+    for await (const part of stream as unknown as AsyncIterable<unknown>) received.push(part);
+    expect(received).toEqual(parts);
+    expect(received.at(-1)).toBe(finish);
+    await new Promise((r) => setTimeout(r, 10));
+    expect(events.of('usage-recorded')).toEqual([]);
+  });
 
   it('records nothing when the stream errors before its finish part', async () => {
     const { events, model, guard } = setup({
@@ -762,4 +805,40 @@ describe('compactTool', () => {
     expect(events.of('compaction-end')).toEqual([]);
     expect(hasSummary(mock.agentCalls()[1]!.options.prompt)).toBe(false);
   });
+});
+
+// -------------------------------------------------------------------------------------------------
+// Hostile provider errors and prompts (issue 11): the table shared with ai 6
+// -------------------------------------------------------------------------------------------------
+
+hostileCases({
+  label: 'ai 7',
+  setup: (script, options = {}) => {
+    const { upstream = [], ...guardOptions } = options;
+    return setup(script, { middleware: upstream as LanguageModelV4Middleware[], ...guardOptions });
+  },
+  rewrite: (transform) =>
+    ({
+      specificationVersion: 'v4',
+      transformParams: async ({ params }) => transform(params as unknown as CallOptions) as unknown as typeof params,
+    }) satisfies LanguageModelV4Middleware,
+  run: async (mode, { model, system, messages, tools, providerOptions }) => {
+    const args = {
+      model: model as Parameters<typeof generateText>[0]['model'],
+      maxRetries: 0,
+      ...(system ? { instructions: system } : {}),
+      messages: messages as ModelMessage[],
+      ...(tools ? { tools: { read: readTool() } } : {}),
+      ...(providerOptions ? { providerOptions: providerOptions as never } : {}),
+    };
+    if (mode === 'generate') {
+      const r = await generateText(args);
+      return { text: r.text, responseId: r.response.id };
+    }
+    const errors: unknown[] = [];
+    const r = streamText({ ...args, onError: ({ error }) => void errors.push(error) });
+    await r.consumeStream();
+    if (errors.length > 0) throw errors[0];
+    return { text: await r.text, responseId: (await r.response).id };
+  },
 });

@@ -157,9 +157,9 @@ describe('hostile errors: bounded and cycle-safe', () => {
     expect(isContextLengthError(self)).toBe(false);
   });
 
-  it('a cause chain 100,000 links long', () => {
+  it('a cause chain 10,000 links long', () => {
     let error: Error = apiError(overflowText);
-    for (let i = 0; i < 100_000; i++) error = new Error(`wrapper ${i}`, { cause: error });
+    for (let i = 0; i < 10_000; i++) error = new Error(`wrapper ${i}`, { cause: error });
     expect(() => isContextLengthError(error)).not.toThrow();
     expect(() => promptTokensFromError(error)).not.toThrow();
   });
