@@ -102,7 +102,8 @@ export function requestIndex(input: readonly GuardMessage[], own: readonly numbe
  */
 export function hasCompactable(view: View, request: number): boolean {
   const { messages, origin } = view;
-  for (let i = view.headLength; i < messages.length; i++) {
+  // The kept head counts too: a request kept by the smallest prompt is an old message once a new one came.
+  for (let i = 0; i < messages.length; i++) {
     const o = origin[i] ?? -1;
     if (o >= 0 && o !== request && messages[i]?.role !== 'system') return true;
   }
