@@ -91,6 +91,34 @@ describe('media are replaced by placeholders when the prompt cannot fit otherwis
     expect(ev.of('overflow')).toHaveLength(0);
   });
 
+  it('screenshots in the tool results of the latest turn, oldest replaced first', async () => {
+    const guard = createContextGuard({ contextWindow: 8_000 });
+    const shot = (i: number): GuardMessage[] => [
+      { role: 'assistant', content: [{ type: 'tool-call', toolCallId: `s${i}`, toolName: 'screenshot', input: {} }] },
+      {
+        role: 'tool',
+        content: [
+          {
+            type: 'tool-result',
+            toolCallId: `s${i}`,
+            toolName: 'screenshot',
+            output: { type: 'content', value: [{ type: 'text', text: `screen ${i}` }, { type: 'image-data', data: pngBase64(1500, 1500, 500 + i), mediaType: 'image/png' }] },
+          },
+        ],
+      },
+    ];
+    const messages: GuardMessage[] = [system('You operate a browser.'), user('Open the settings page and enable dark mode.')];
+    for (let i = 0; i < 8; i++) messages.push(...shot(i));
+    const r = await guard.beforeModel({ sessionId: 's', messages });
+    expectInvariants(messages, r);
+    const sent = JSON.stringify(r.messages);
+    expect(sent).toContain('Open the settings page and enable dark mode.');
+    // The newest screenshot is still an image; the oldest went first.
+    const last = r.messages[r.messages.length - 1] as GuardMessage;
+    expect(JSON.stringify(last.content)).toContain('image-data');
+    expect(r.compaction?.overflow).toBe(false);
+  });
+
   it('a 2 MB base64 PDF in the latest user message on an 8k window', async () => {
     const guard = createContextGuard({ contextWindow: 8_000 });
     const pdf = Buffer.alloc(1_500_000, 'x').toString('base64');
