@@ -7,10 +7,13 @@
 //   node bench/soak.ts --conversations 2000 --seed 1234
 //   node bench/soak.ts --seed 1234 --only 517 [--dump]   (one conversation alone, to reproduce)
 //   node bench/soak.ts --seed 1234 --only-batch-of 517    (its whole batch: one guard, shared breaker)
-//   SOAK_TRACE=1 node bench/soak.ts ...                    (each conversation's start and duration, to stderr)
+//   SOAK_TRACE=1 node bench/soak.ts ...                    (each conversation's start and duration, slow calls, to stderr)
+//   SOAK_TRACE=2 (or 3) node bench/soak.ts --only 517 ...  (each call: events, shapes in and out; 3: the output and summary too)
+//   SOAK_DETAILS=50 node bench/soak.ts ...                 (list up to 50 problems of each kind instead of 10)
 //
 // Outcomes that depend on time (a summarizer hang against its timeout, the circuit breaker's
-// cooldown) may differ between reruns; everything else is a function of the seed.
+// cooldown, the slow summarizer against the compaction deadline) may differ between reruns;
+// everything else is a function of the seed.
 //
 // Conversations are generated with fast-check (`fc.sample`, one seed per conversation derived from
 // the run's seed, so `--only` regenerates the same one): roles, sequential and parallel tool calls
@@ -24,17 +27,82 @@
 // `summarizerTimeoutMs` (with or without honouring the abort signal), returns nothing, or returns
 // far too much.
 //
+// The hostile classes of issue 11 (bench/soak/hostile.ts), each at a rate that keeps it in every
+// few hundred conversations without crowding out the rest (the table's "hostile inputs" row counts them):
+// - usage outliers (1 step in 20): instead of the real count, 1e12, 1e308, 2**53 + 10,
+//   Number.MAX_VALUE, 1e9, cache counts of 1e308 + 1e308 (Infinity), 1 for a prompt of 2,000+ text
+//   tokens, or a real input count with an output count of 1e12; the steps after it report normally;
+// - invalid entries (1 step in 30): null, undefined, a number, a string, a nested array, `{}`, a
+//   role-less or unknown-role object, before or after the step's user message (so the latest entry
+//   of the history may be junk);
+// - reference cycles (1 tool step in 40): in the first call's input (itself, a nested owner, an
+//   array that holds itself) or in its JSON output;
+// - reused tool-call ids (1 conversation in 12): every step's calls are `call_0`, `call_1`..., the
+//   newest result last, half of them one-line outputs (shorter than a removal placeholder);
+// - marker-like user text (1 user message in 25): starting with `[Continue]`, `[Context Summary]`,
+//   `[End of Context Summary]` or `[Mechanical digest:`, followed by a space, a line break, or a
+//   whole pasted summary frame; the latest request is one of them as often as any other;
+// - media (1 user message in 40, then the latest one when sent): 2-10 PNGs of 1000-2000 px a side
+//   (test/png.ts; base64, bytes or data URL) or a 1-4 MB PDF file part; 1 conversation in 6 has a
+//   4k-16k window (small windows, where media and giant prompts hurt);
+// - giant system prompts (1 conversation in 25): 0.7-1.3 × the default threshold at the default
+//   correction, so near the threshold and over it;
+// - a slow summarizer (1 batch in 21): a good summary after 10-40 ms a call, a 4k-8k summarizer
+//   window (many chunks), compactionTimeoutMs 50-300 ms, honouring its signal or answering late;
+//   other batches sometimes get a compactionTimeoutMs of 20-500 ms too;
+// - secrets: the 'secret' and 'secret2' styles write whole secrets (API keys, AWS access and secret
+//   keys, bearer tokens, redis://:password@, DB_PASSWORD=, "password": "...", URL credentials,
+//   unsigned JWTs, PGP private key blocks) in user text, tool inputs and outputs, and repository
+//   URLs with credentials as tool-call paths; 1 user message in 500 and 1 tool input in 1,000 is a
+//   20-100 KB run that made a redaction pattern superlinear ('eyJ-', BEGIN headers, 'a.b.c.',
+//   'abc-def-', 'redis://:', 'DB_PASSWORD=', '"password": "', ...).
+//
 // Checked on every beforeModel output (counted, never thrown):
 // - tool pairing valid (no call without its result, no result without its call);
 // - the leading system messages first and unchanged, every other system message still present;
-// - the latest user request present (verbatim, its first 100 characters quoted, or a clipped copy
-//   that keeps its head);
-// - the estimate <= the threshold, unless an `overflow` event fired in that call;
+// - the latest user request present (verbatim, its first 100 characters quoted, redacted or not, or
+//   a clipped copy that keeps its head);
+// - the estimate <= the threshold, unless the call says it is over (an `overflow` event in that
+//   call, or `r.overflow` on a later call that sends the same smallest prompt);
 // - the input not mutated (deep-frozen history, plus a structuredClone snapshot on a sample of calls);
-// - beforeModel / afterModel / compact never reject (nor hang);
-// - an overflow is explained only when system messages + tools + the latest request, priced the way
-//   the guard prices a compacted prompt, are over the threshold; other overflows are violations;
+// - beforeModel / afterModel / compact never reject (nor hang); `stall`: no beforeModel takes 10 s;
+// - an overflow (event, or an estimate over the threshold) is explained only when the system
+//   messages + tools + the latest request, its images and files counted as 200-character
+//   placeholders, priced the way the guard prices a compacted prompt (after the compaction's
+//   calibration reset), are over the threshold; other overflows are violations. When explained, the
+//   estimate may be over the threshold only if the system messages + tools + the request cut to its
+//   shortest (600 characters) are over 98% of it too (`over-threshold-after-cut`): the guard cuts
+//   the request to the room left;
 // - no `error` event.
+// And the invariants of issue 11 (bench/soak/checks.ts):
+// - `latest-not-whole`: the latest user message reaches the model whole whenever it fits on its
+//   own: when system messages + tools + it (media as placeholders), priced as above, are at most 98%
+//   of the threshold (the guard's own framing may take the rest), every text part of it is verbatim
+//   in one user message of the output (the message itself, a copy with media replaced, or a quote
+//   that holds all of it; the message says how it was sent instead). `latest-media-replaced`: its
+//   images and files (counted apart: the same part, or one with the same payload) are all sent
+//   whenever it fits on its own with them, since media go only when the prompt cannot fit otherwise;
+// - `digest-lost-user-start`: when a compaction's summary is a mechanical digest (it starts with
+//   '[Mechanical digest:'), the start of every user message it stands for survives: its first 60
+//   characters (fewer when the digest's header says it cuts every entry shorter), redacted as the
+//   guard redacts, inline binary labelled and whitespace collapsed as digest lines are, are in the
+//   digest or in a user message of the output; unless a `digest-loss` event fired in that call.
+//   The messages a digest stands for are the user messages that left the prompt in that
+//   compaction: in the previous call's output (by identity) or new since, and neither in this
+//   output nor kept in it as a copy (cut, or media replaced: its first text starts the same); those
+//   the summarizer was given and answered at once are in the model-written part instead;
+// - `invalid-entry-sent`: no entry of the output is anything but a message with a known role, and
+//   none holds a reference cycle (no provider can serialize it);
+// - `misplaced-placeholder`: no tool result is sent as a removal placeholder when its own output is
+//   shorter than the placeholder (no step would remove it: an edit meant for another result with
+//   the same id);
+// - `outlier-recorded`: afterModel never records an outlier (no `usage-recorded` with it); a real
+//   count (at most the window) rejected as implausible is listed as a note, not a violation;
+// - `secret-leak`: no planted secret, whole, in what the summarizer receives or in the stored
+//   summary, its continuation or its file list;
+// - `deadline`: with the slow summarizer, a compaction never starts a summarizer call past
+//   compactionTimeoutMs: n calls of d ms each, (n - 1) × d > the deadline + d is a violation (a
+//   count, so the machine's load cannot make one up).
 // Exit code 1 when violations, throws, unexplained overflows or error events are not all zero.
 import fc from 'fast-check';
 import { Buffer } from 'node:buffer';
@@ -42,6 +110,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { isDeepStrictEqual } from 'node:util';
 import {
   createContextGuard,
@@ -63,6 +132,44 @@ import { png } from '../test/png.ts';
 import { encodingFor, textMeasure } from '../src/tokens/exact.ts';
 import { measureMessage, measureTool } from '../src/tokens/heuristic.ts';
 import { mediaProviderForModel } from '../src/tokens/media.ts';
+import {
+  collapse,
+  DIGEST_START_CHARS,
+  userTextParts,
+  digestEntryChars,
+  head,
+  latestOutcome,
+  latestUserIndex,
+  misplacedPlaceholders,
+  startOf,
+  startSurvives,
+  userTextsOf,
+} from './soak/checks.ts';
+import {
+  adversarialArb,
+  adversarialText,
+  CYCLES,
+  cyclicInput,
+  cyclicJson,
+  hasCycle,
+  invalidEntry,
+  isMedia,
+  isMessage,
+  junkArb,
+  junkEntry,
+  leakedSecrets,
+  markerArb,
+  mediaArb,
+  mediaParts,
+  outlierArb,
+  outlierUsage,
+  PLANTED_SECRETS,
+  recordedOutlier,
+  textOfValue,
+  withMarker,
+  type AdversarialSpec,
+  type Cycle,
+} from './soak/hostile.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Options and results
@@ -129,6 +236,16 @@ export interface SoakResult {
   peakRssBytes: number;
   peakHeapBytes: number;
   wallMs: number;
+  /** Hostile inputs generated, by class (issue 11): outliers sent, junk entries, media messages... */
+  hostile: Record<string, number>;
+  /** Events of the hostile-input fixes (usage-ignored and summarizer-failed by reason, digest-loss, invalid-messages, overflow). */
+  newEvents: Record<string, number>;
+  /** How often the checks of issue 11 had something to judge (latest message not sent as is, digest starts...). */
+  checks: Record<string, number>;
+  /** The slowest beforeModel call (wall time, which includes its batch's concurrent work). */
+  slowestCall: { ms: number; conversation: number; call: number };
+  /** The longest the event loop was blocked (a redaction or measure that stalls the agent). */
+  maxEventLoopDelayMs: number;
   /** The first violations (and throws, unexplained overflows, error events), with what reproduces them. */
   details: ViolationDetail[];
 }
@@ -170,6 +287,10 @@ function prng(seed: number): () => number {
 // Arbitraries
 // ---------------------------------------------------------------------------------------------
 
+/** `arb` once in `n` draws, else undefined (fc.option's `freq` is the other way round: the odds of nil). */
+const oneIn = <T>(n: number, arb: fc.Arbitrary<T>): fc.Arbitrary<T | undefined> =>
+  fc.oneof({ weight: n - 1, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: arb });
+
 /** Log-uniform windows, 4k to 1M tokens. */
 const windowArb = fc.integer({ min: 0, max: 1000 }).map((k) => Math.round(4_000 * 250 ** (k / 1000)));
 
@@ -194,7 +315,7 @@ const parallelSizeArb = fc.oneof(
 );
 const smallSizeArb = fc.oneof({ weight: 5, arbitrary: fc.integer({ min: 0, max: 5 }) }, { weight: 1, arbitrary: fc.integer({ min: 5, max: 40 }) });
 
-const STYLES = ['ascii', 'code', 'emoji', 'cjk', 'combining', 'mixed', 'secret', 'base64', 'pem'] as const;
+const STYLES = ['ascii', 'code', 'emoji', 'cjk', 'combining', 'mixed', 'secret', 'secret2', 'base64', 'pem'] as const;
 type Style = (typeof STYLES)[number];
 const styleArb: fc.Arbitrary<Style> = fc.oneof(
   { weight: 6, arbitrary: fc.constant<Style>('ascii') },
@@ -204,6 +325,7 @@ const styleArb: fc.Arbitrary<Style> = fc.oneof(
   { weight: 1, arbitrary: fc.constant<Style>('combining') },
   { weight: 1, arbitrary: fc.constant<Style>('mixed') },
   { weight: 1, arbitrary: fc.constant<Style>('secret') },
+  { weight: 1, arbitrary: fc.constant<Style>('secret2') },
   { weight: 1, arbitrary: fc.constant<Style>('base64') },
   { weight: 1, arbitrary: fc.constant<Style>('pem') },
 );
@@ -226,6 +348,12 @@ const userArb = fc.record({
   /** A request of whitespace only (nothing to quote). */
   blank: fc.integer({ min: 0, max: 60 }).map((n) => n === 0),
   secondText: fc.integer({ min: 0, max: 9 }).map((n) => n === 0),
+  /** Text that starts with one of the guard's own markers. */
+  marker: oneIn(25, markerArb),
+  /** Several large PNGs or a multi-MB PDF (the latest message when it is sent). */
+  media: oneIn(40, mediaArb),
+  /** A long run that made a redaction pattern superlinear, instead of the styled text. */
+  adversarial: oneIn(500, adversarialArb),
 });
 type UserSpec = typeof userArb extends fc.Arbitrary<infer T> ? T : never;
 
@@ -245,6 +373,10 @@ const resultArb = (size: fc.Arbitrary<number>) =>
     image: imageArb,
     /** Size of the call's input (a whole file written is a huge input). */
     inputSize: fc.oneof({ weight: 15, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: size }),
+    /** The input's `content` is a long adversarial run instead (rare). */
+    inputAdversarial: oneIn(1_000, adversarialArb),
+    /** In conversations that reuse ids: a one-line output (shorter than a removal placeholder). */
+    tiny: fc.boolean(),
   });
 type ResultSpec = ReturnType<typeof resultArb> extends fc.Arbitrary<infer T> ? T : never;
 
@@ -269,6 +401,8 @@ const replyArb = fc.oneof(
       /** One tool message per result, or all results in one. */
       separate: fc.boolean(),
       preamble: fc.option(fc.record({ size: smallSizeArb, style: styleArb }), { nil: undefined }),
+      /** A reference cycle in the first call's input or its JSON output. */
+      cyclic: oneIn(40, fc.constantFrom(...CYCLES)),
     }),
   },
   // What a crashed agent loop leaves behind: a call without its result, or a stray result.
@@ -297,6 +431,10 @@ const stepArb = fc.record({
   reportUsage: fc.boolean(),
   /** For `usage: 'malformed'`: which bad value. */
   badUsage: fc.integer({ min: 0, max: 6 }),
+  /** An absurd count reported instead of the real one (whatever the conversation's usage mode). */
+  outlier: oneIn(20, outlierArb),
+  /** An invalid entry (null, a string, a role-less object...) appended before or after the user message. */
+  junk: oneIn(30, junkArb),
 });
 type StepSpec = typeof stepArb extends fc.Arbitrary<infer T> ? T : never;
 
@@ -331,6 +469,15 @@ const conversationArb = fc.record({
     { weight: 1, arbitrary: fraction(0.02, 0.5) },
   ),
   steps: fc.array(stepArb, { minLength: 2, maxLength: 8 }),
+  /** Every tool call of a step has the id `call_<k>`: the ids repeat from step to step. */
+  reusedIds: rare(12),
+  /**
+   * A system prompt near or over the threshold, in shares of the default threshold (80% of the
+   * window) at the default correction (1.5): 0.7-1.3, so near it and over it alike.
+   */
+  giantSystem: oneIn(25, fraction(0.7, 1.3)),
+  /** The window is mapped to 4k-16k (media and giant prompts on small windows). */
+  smallWindow: rare(6),
 });
 export type ConversationSpec = typeof conversationArb extends fc.Arbitrary<infer T> ? T : never;
 
@@ -369,6 +516,20 @@ const batchArb = fc.record({
     { weight: 16, arbitrary: fc.constant('flaky' as const) },
     { weight: 2, arbitrary: fc.constant('none' as const) },
     { weight: 2, arbitrary: fc.constant('reliable' as const) },
+    { weight: 1, arbitrary: fc.constant('slow' as const) },
+  ),
+  /** The slow summarizer: this delay on every call, a small window (many chunks), a short compaction deadline. */
+  slow: fc.record({
+    delayMs: fc.integer({ min: 10, max: 40 }),
+    summarizerContextWindow: fc.integer({ min: 4_000, max: 8_000 }),
+    compactionTimeoutMs: fc.integer({ min: 50, max: 300 }),
+    /** Whether it stops when its signal fires (else it answers late, ignoring it). */
+    honoursAbort: fc.boolean(),
+  }),
+  /** The whole-compaction deadline of the other summarizers: mostly the default. */
+  compactionTimeoutMs: fc.oneof(
+    { weight: 6, arbitrary: fc.constant(undefined) },
+    { weight: 1, arbitrary: fc.integer({ min: 20, max: 500 }) },
   ),
   summarizerContextWindow: fc.oneof({ weight: 3, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.integer({ min: 4_000, max: 200_000 }) }),
   summarizerTimeoutMs: fc.integer({ min: 5, max: 40 }),
@@ -414,6 +575,10 @@ const FRAGMENTS: Record<Style, string> = {
   combining: 'e\u0301 a\u0308 n\u0303 Z\u0336\u0335a\u0337l\u0338g\u0334o\u0360 q\u0323\u0307 ',
   mixed: 'Ünïcödé ✓ — “quotes” 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 \u202eRTL\u202c \u200bzero\u200dwidth عربى עברית ',
   secret: 'export OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz0123 and AKIAABCDEFGHIJKLMNOP, Authorization: Bearer abcdefghijklmnopqrstuvwx0123; ',
+  // The shapes the default redaction missed (issue 11, defect 6), each complete.
+  secret2: `${PLANTED_SECRETS.slice(3)
+    .map((s) => s.expression)
+    .join(' ')} `,
   // Real base64 of pseudo-random bytes ('+' and '/' every ~64 characters, as in an inline screenshot).
   base64: pseudoRandomBase64(48_000),
   // An unterminated PEM header in a log (see MAX_PEM_CHARS).
@@ -443,6 +608,8 @@ function makeText(label: string, chars: number, style: Style): string {
   const head = `${label} `;
   if (n <= head.length) return label;
   const fragment = FRAGMENTS[style];
+  // Secrets are written whole (a cut one is no secret a pattern could see), at least once.
+  if (style === 'secret' || style === 'secret2') return head + fragment.repeat(Math.max(1, Math.floor((n - head.length) / fragment.length)));
   // `repeat` then `slice`: huge strings cheaply; the cut may split a surrogate pair or a grapheme, on purpose.
   return head + fragment.repeat(Math.ceil((n - head.length) / fragment.length)).slice(0, n - head.length);
 }
@@ -472,15 +639,23 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
+/** A repository URL with credentials (the path of secret-styled tool calls: file lists must not store it). */
+const REPOSITORY_WITH_CREDENTIALS = PLANTED_SECRETS.find((x) => x.name === 'url-credentials')!.expression;
+
 /** Builds a conversation's messages; sizes are thousandths of the window in chars/4 tokens. */
 class Builder {
   private readonly window: number;
   private readonly conversation: number;
+  private readonly reusedIds: boolean;
+  /** Counts the hostile inputs built, by class. */
+  private readonly tally: (kind: string) => void;
   private n = 0;
 
-  constructor(conversation: number, window: number) {
+  constructor(conversation: number, window: number, reusedIds: boolean, tally: (kind: string) => void) {
     this.conversation = conversation;
     this.window = window;
+    this.reusedIds = reusedIds;
+    this.tally = tally;
   }
 
   chars(size: number): number {
@@ -496,12 +671,36 @@ class Builder {
   }
 
   user(spec: UserSpec): GuardMessage {
-    const text = spec.blank ? ' \n\t ' : makeText(this.label('U'), this.chars(spec.size), spec.style);
-    if (!spec.parts && spec.images.length === 0) return { role: 'user', content: text };
-    const parts: Array<{ type: 'text'; text: string } | ReturnType<typeof imagePart>> = [{ type: 'text', text }];
+    let text = ' \n\t ';
+    if (!spec.blank) {
+      const label = this.label('U');
+      text = spec.adversarial ? this.adversarial(label, spec.adversarial) : makeText(label, this.chars(spec.size), spec.style);
+      if (!spec.adversarial && (spec.style === 'secret' || spec.style === 'secret2')) this.tally('secrets in user text');
+      if (spec.marker) {
+        text = withMarker(spec.marker, text);
+        this.tally(`marker ${spec.marker.marker}`);
+      }
+    }
+    const media = spec.media ? mediaParts(spec.media) : [];
+    if (spec.media) this.tally(spec.media.kind === 'pdf' ? 'multi-MB PDF' : 'large PNGs');
+    if (!spec.parts && spec.images.length === 0 && media.length === 0) return { role: 'user', content: text };
+    type Part = { type: 'text'; text: string } | ReturnType<typeof imagePart> | ReturnType<typeof mediaParts>[number];
+    const parts: Part[] = [{ type: 'text', text }];
     if (spec.secondText) parts.push({ type: 'text', text: makeText(this.label('U2-'), 300, spec.style) });
     for (const image of spec.images) parts.push(imagePart(image));
-    return { role: 'user', content: parts };
+    parts.push(...media);
+    return { role: 'user', content: parts } as GuardMessage;
+  }
+
+  private adversarial(label: string, spec: AdversarialSpec): string {
+    this.tally(`adversarial ${spec.style}`);
+    return adversarialText(label, spec);
+  }
+
+  /** An invalid entry of a history (see JUNK). */
+  junk(kind: Parameters<typeof junkEntry>[0]): unknown {
+    this.tally(`junk ${kind}`);
+    return junkEntry(kind, this.label('J'));
   }
 
   reply(step: number, spec: ReplySpec): GuardMessage[] {
@@ -525,10 +724,18 @@ class Builder {
           : [{ role: 'tool', content: [{ type: 'tool-result', toolCallId: id, toolName: 'bash', output: { type: 'text', value: 'stray result' } }] }];
       }
       case 'tools': {
+        if (this.reusedIds) this.tally('steps with reused tool-call ids');
         const calls = spec.results.map((r, k) => {
-          const id = `call-${this.conversation}-${step}-${k}-${this.n++}`;
-          const input: Record<string, unknown> = spec.tool === 'bash' ? { command: `rg -n TODO src/m${k}` } : { path: `src/module_${step}_${k}.ts` };
-          if (r.inputSize > 0) input['content'] = makeText(this.label('IN'), this.chars(r.inputSize), r.style);
+          // Reused ids: `call_0` in every step, the newest result last.
+          const id = this.reusedIds ? `call_${k}` : `call-${this.conversation}-${step}-${k}-${this.n++}`;
+          // A repository URL with credentials as the path of a secret-styled call (file lists must not store them).
+          const path = r.style === 'secret2' ? `${REPOSITORY_WITH_CREDENTIALS}/src/m${k}.ts` : `src/module_${step}_${k}.ts`;
+          let input: Record<string, unknown> = spec.tool === 'bash' ? { command: `rg -n TODO src/m${k}` } : { path };
+          if (r.inputAdversarial) input['content'] = this.adversarial(this.label('IN'), r.inputAdversarial);
+          else if (r.inputSize > 0) input['content'] = makeText(this.label('IN'), this.chars(r.inputSize), r.style);
+          if (r.style === 'secret' || r.style === 'secret2') this.tally('secrets in tool calls');
+          const cycle = k === 0 && spec.cyclic !== 'output-json' ? spec.cyclic : undefined;
+          if (cycle) input = this.cyclic(cycle, () => cyclicInput(cycle, input));
           return { type: 'tool-call' as const, toolCallId: id, toolName: spec.tool, input };
         });
         const assistant: GuardMessage = {
@@ -539,11 +746,21 @@ class Builder {
           type: 'tool-result' as const,
           toolCallId: calls[k]!.toolCallId,
           toolName: spec.tool,
-          output: this.output(r),
+          output:
+            k === 0 && spec.cyclic === 'output-json'
+              ? this.cyclic('output-json', (): ToolResultOutput => ({ type: 'json', value: cyclicJson() }))
+              : this.reusedIds && r.tiny
+                ? ({ type: 'text', value: `ok ${this.label('T')}` } as ToolResultOutput)
+                : this.output(r),
         }));
         return [assistant, ...(spec.separate ? results.map((r): GuardMessage => ({ role: 'tool', content: [r] })) : [{ role: 'tool' as const, content: results }])];
       }
     }
+  }
+
+  private cyclic<T>(kind: Cycle, make: () => T): T {
+    this.tally(`cyclic ${kind}`);
+    return make();
   }
 
   private output(r: ResultSpec): ToolResultOutput {
@@ -574,11 +791,21 @@ class Builder {
 const providerCost = new WeakMap<object, { chars: number; media: number }>();
 
 /** What the fake provider bills: ratio × chars/4 + a constant invisible part + media (the guard's own media prices). */
-function realTokens(messages: readonly GuardMessage[], tools: readonly ToolDefinition[], ratio: number, invisible: number, modelId: string | undefined): number {
+interface Billed {
+  /** Heuristic characters of the text (chars/4 tokens at a ratio of 1). */
+  chars: number;
+  /** Tokens of images and files. */
+  media: number;
+}
+
+/** What a prompt holds, as the fake provider bills it. */
+function billed(messages: readonly unknown[], tools: readonly ToolDefinition[], modelId: string | undefined): Billed {
   const provider = mediaProviderForModel(modelId);
   let chars = tools.reduce((n, t) => n + measureTool(t), 0);
   let media = 0;
   for (const m of messages) {
+    // An invalid entry a guard let through: the provider would reject the call; it costs nothing here.
+    if (!isMessage(m)) continue;
     let c = providerCost.get(m);
     if (!c) {
       const x = measureMessage(m, provider);
@@ -588,7 +815,12 @@ function realTokens(messages: readonly GuardMessage[], tools: readonly ToolDefin
     chars += c.chars;
     media += c.media;
   }
-  return Math.ceil((ratio * chars) / 4) + invisible + media;
+  return { chars, media };
+}
+
+/** What the fake provider bills: ratio × chars/4 + a constant invisible part + media (the guard's own media prices). */
+function realTokens(bill: Billed, ratio: number, invisible: number): number {
+  return Math.ceil((ratio * bill.chars) / 4) + invisible + bill.media;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -603,57 +835,90 @@ function userText(m: GuardMessage): string {
   return m.content.map((p) => (p.type === 'text' ? p.text : '')).join('\n');
 }
 
-/** The first `n` UTF-16 units, one fewer when the cut would split a surrogate pair. */
-function head(text: string, n: number): string {
-  if (text.length <= n) return text;
-  const code = text.charCodeAt(n - 1);
-  return code >= 0xd800 && code <= 0xdbff ? text.slice(0, n - 1) : text.slice(0, n);
-}
 
 /** Whether the latest user request of `input` is in `out`: the same message, or its first 100 characters quoted. */
-function requestPresent(input: readonly GuardMessage[], out: readonly GuardMessage[]): boolean {
-  let latest: GuardMessage | undefined;
-  for (let i = input.length - 1; i >= 0; i--) {
-    if (input[i]?.role === 'user') {
-      latest = input[i];
-      break;
-    }
-  }
+function requestPresent(input: readonly unknown[], out: readonly unknown[], redact: (text: string) => string): boolean {
+  const latest = input[latestUserIndex(input)] as GuardMessage | undefined;
   if (!latest || out.includes(latest)) return true;
   const first = typeof latest.content === 'string' ? latest.content : (latest.content.find((p) => p.type === 'text' && p.text.trim() !== '') as { text: string } | undefined)?.text ?? '';
   // A request without text (images only, or blanks) has nothing to quote; its media travel with the continuation.
   if (first.trim() === '') return true;
+  // A continuation quotes the request redacted (secrets masked before anything is stored).
+  const redacted = redact(first.slice(0, 20_000));
   const quote = head(first, 100);
   const short = head(first, 32);
+  const quoteRedacted = head(redacted, 100);
   // Quoted by a continuation, or kept: whole, or clipped (head and tail) by hard fit or an overflow.
   // A clipped request keeps at least 200 characters, shared by its text parts (two here): a shorter head.
   return out.some((m) => {
-    if (m.role !== 'user') return false;
+    if (!isMessage(m) || m.role !== 'user') return false;
     const text = userText(m);
-    return text.includes(quote) || (text.includes(short) && text.includes(' characters omitted ...]'));
+    return text.includes(quote) || text.includes(quoteRedacted) || (text.includes(short) && text.includes(' characters omitted ...]'));
   });
 }
 
 const sameMessage = (a: GuardMessage | undefined, b: GuardMessage): boolean => a === b || isDeepStrictEqual(a, b);
 
+/**
+ * Whether a user message is in the output as a copy: a user message (not a summary or continuation)
+ * whose first text starts as the message's does, or a cut one (head and tail kept) whose head does.
+ */
+function keptAsCopy(m: GuardMessage, out: readonly unknown[]): boolean {
+  const first = userTextParts(m)[0] ?? '';
+  const long = head(first, 40);
+  const short = head(first, 16);
+  return out.some((o) => {
+    if (o === m || !isMessage(o) || o.role !== 'user') return false;
+    const text = userTextParts(o)[0] ?? '';
+    return text.startsWith(long) || (text.startsWith(short) && text.includes(' characters omitted ...]'));
+  });
+}
+
+/** How the latest request appears in an output that does not hold it whole (for the violation's message). */
+function howSent(latest: GuardMessage, out: readonly unknown[], redact: (text: string) => string): string {
+  const first = userTextParts(latest)[0] ?? '';
+  const heads = [head(first, 40), head(redact(first.slice(0, 20_000)), 40)];
+  const holders = out.flatMap((m) => (isMessage(m) && m.role === 'user' && heads.some((h) => userText(m).includes(h)) ? [userText(m)] : []));
+  const redacted = (text: string) => (text.includes('[REDACTED:') && !first.includes('[REDACTED:') ? ', redacted' : '');
+  const quote = holders.find((t) => t.startsWith('[Continue]'));
+  if (quote !== undefined) {
+    const clipped = quote.includes(' characters omitted ...]') ? ', clipped' : '';
+    return `quoted by a continuation${clipped}${redacted(quote)}`;
+  }
+  const cut = holders.find((t) => t.includes(' characters omitted ...]') && !t.startsWith('[Context Summary]'));
+  if (cut !== undefined) return `kept, cut${redacted(cut)}`;
+  const other = holders.find((t) => !t.startsWith('[Context Summary]'));
+  if (other !== undefined) return `kept, changed${redacted(other)}`;
+  return holders.length > 0 ? 'only its start, in the summary' : 'its start is in no user message';
+}
+
+/** All text of any entry that is a user message ('' otherwise). */
+const userTextOf = (m: unknown): string => (isMessage(m) ? userText(m) : '');
+
 /** `system(1.2k) user(340+img) assistant[call×3] tool(3: 0, 12k, 4.1M)`: what a history looks like. */
-function shapeOf(messages: readonly GuardMessage[]): string {
+function shapeOf(messages: readonly unknown[]): string {
   const k = (n: number) => (n >= 1e6 ? `${(n / 1e6).toFixed(1)}M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)}k` : String(n));
   const out: string[] = [];
   for (const m of messages) {
+    if (!isMessage(m)) {
+      out.push(`junk(${invalidEntry(m)})`);
+      continue;
+    }
     if (typeof m.content === 'string') {
       out.push(`${m.role}(${k(m.content.length)})`);
       continue;
     }
     const parts = m.content as unknown as Array<Record<string, unknown>>;
     if (m.role === 'tool') {
-      out.push(`tool(${parts.length}: ${parts.map((p) => k(JSON.stringify((p['output'] as { value?: unknown } | undefined)?.value ?? '').length)).join(', ')})`);
+      const sizes = parts.map((p) => k(textOfValue((p['output'] as { value?: unknown } | undefined)?.value).join('').length));
+      out.push(`tool(${parts.length}: ${sizes.join(', ')})`);
       continue;
     }
     const calls = parts.filter((p) => p['type'] === 'tool-call').length;
     const images = parts.filter((p) => p['type'] === 'image').length;
+    const files = parts.filter((p) => p['type'] === 'file').length;
     const text = parts.reduce((n, p) => n + (typeof p['text'] === 'string' ? (p['text'] as string).length : 0), 0);
-    out.push(`${m.role}${calls ? `[call×${calls}]` : ''}(${k(text)}${images ? `+${images}img` : ''})`);
+    out.push(`${m.role}${calls ? `[call×${calls}]` : ''}(${k(text)}${images ? `+${images}img` : ''}${files ? `+${files}file` : ''})`);
   }
   return out.join(' ');
 }
@@ -682,10 +947,15 @@ interface Counters {
   peakHeap: number;
   details: ViolationDetail[];
   dumps: number;
+  hostile: Record<string, number>;
+  newEvents: Record<string, number>;
+  checks: Record<string, number>;
+  slowestCall: { ms: number; conversation: number; call: number };
 }
 
-const MAX_DETAILS = 40;
-const MAX_DETAILS_PER_KIND = 10;
+/** The problems listed (`SOAK_DETAILS=n` lists up to n of each kind, for a report). */
+const MAX_DETAILS_PER_KIND = Number(process.env['SOAK_DETAILS'] ?? 10);
+const MAX_DETAILS = Math.max(40, 4 * MAX_DETAILS_PER_KIND);
 const MAX_DUMPS = 5;
 
 function bump(record: Record<string, number>, key: string, by = 1): void {
@@ -694,8 +964,10 @@ function bump(record: Record<string, number>, key: string, by = 1): void {
 
 /** The batch's guard options as data (what a reproduction needs; functions are named). */
 function describeOptions(spec: BatchSpec, window: number): Record<string, unknown> {
-  const o: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(spec)) if (value !== undefined && key !== 'throwingLogger') o[key] = value;
+  // The options the guard was given, the summarizer by kind (and the slow one's delay).
+  const o: Record<string, unknown> = { ...guardOptions(spec), summarizer: spec.summarizer };
+  if (spec.summarizer === 'slow') o['slowSummarizer'] = { delayMs: spec.slow.delayMs, honoursAbort: spec.slow.honoursAbort };
+  if (spec.throwingLogger) o['throwingLogger'] = true;
   if (spec.contextWindow === undefined) o['callContextWindow'] = window;
   return o;
 }
@@ -721,27 +993,42 @@ function guardOptions(spec: BatchSpec): ContextGuardOptions {
   if (spec.fileOps !== undefined) o.fileOps = spec.fileOps;
   if (spec.warnAt !== undefined) o.warnAt = spec.warnAt;
   if (spec.calibration !== undefined) o.calibration = spec.calibration;
+  if (spec.compactionTimeoutMs !== undefined) o.compactionTimeoutMs = spec.compactionTimeoutMs;
+  if (spec.summarizer === 'slow') {
+    // Each call well within its own timeout; the whole compaction past its deadline after a few calls.
+    o.summarizerTimeoutMs = spec.slow.delayMs * 4;
+    o.summarizerContextWindow = spec.slow.summarizerContextWindow;
+    o.compactionTimeoutMs = spec.slow.compactionTimeoutMs;
+  }
   return o;
 }
 
 /** The flaky summarizer: per session randomness, so a conversation's outcomes do not depend on its neighbours' order. */
-function flakySummarizer(seed: number, counters: Counters, reliable: boolean) {
+const okSummary = (input: SummarizerInput): string => {
+  const body =
+    `## Task state\nSummarized ${input.messages.length} messages${input.previousSummary ? ' (updated)' : ''}. ✓ 上下文 👩‍💻\n` +
+    `## Files\nsrc/module.ts\n## Tool history\nread, wrote, ran tests\n## Errors\nNone.\n## Decisions\nKeep going.\n## User guidance\nNone.\n## Next steps\nContinue.`;
+  return body.slice(0, Math.max(40, Math.floor(input.maxSummaryTokens * 0.5)));
+};
+
+/** Sees every summarizer call: `answersOk` when the summarizer means to return a usable summary at once. */
+type SummarizerObserver = (input: SummarizerInput, answersOk: boolean) => void;
+
+function flakySummarizer(seed: number, counters: Counters, reliable: boolean, observe: SummarizerObserver) {
   const rngs = new Map<string, () => number>();
-  const okSummary = (input: SummarizerInput): string => {
-    const body =
-      `## Task state\nSummarized ${input.messages.length} messages${input.previousSummary ? ' (updated)' : ''}. ✓ 上下文 👩‍💻\n` +
-      `## Files\nsrc/module.ts\n## Tool history\nread, wrote, ran tests\n## Errors\nNone.\n## Decisions\nKeep going.\n## User guidance\nNone.\n## Next steps\nContinue.`;
-    return body.slice(0, Math.max(40, Math.floor(input.maxSummaryTokens * 0.5)));
-  };
   return (input: SummarizerInput): string | { text: string } | Promise<string | { text: string }> => {
     counters.summarizerCalls++;
-    if (reliable) return okSummary(input);
+    if (reliable) {
+      observe(input, true);
+      return okSummary(input);
+    }
     let rng = rngs.get(input.sessionId);
     if (!rng) {
       rng = prng(mix(seed, 0x5e55, Number(input.sessionId.replace(/\D/g, '')) || 0));
       rngs.set(input.sessionId, rng);
     }
     const x = rng();
+    observe(input, x < 0.47);
     if (x < 0.4) return okSummary(input);
     if (x < 0.47) return { text: okSummary(input) };
     if (x < 0.54) throw new Error('summarizer: 529 overloaded (sync throw)');
@@ -766,10 +1053,41 @@ function flakySummarizer(seed: number, counters: Counters, reliable: boolean) {
   };
 }
 
+/**
+ * The slow summarizer: a good summary after `delayMs` on every call. With a small window a long
+ * history takes many calls, so only the whole-compaction deadline (`compactionTimeoutMs`) keeps
+ * the call short. It stops when its signal fires, or (`honoursAbort` false) answers late anyway.
+ */
+function slowSummarizer(spec: BatchSpec['slow'], counters: Counters, observe: SummarizerObserver) {
+  return (input: SummarizerInput): Promise<string> => {
+    counters.summarizerCalls++;
+    observe(input, true);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => resolve(okSummary(input)), spec.delayMs);
+      if (spec.honoursAbort) {
+        input.signal.addEventListener(
+          'abort',
+          () => {
+            clearTimeout(timer);
+            reject(input.signal.reason);
+          },
+          { once: true },
+        );
+      }
+    });
+  };
+}
+
 interface Session {
   events: ContextGuardEvent[];
   /** Events before this index were already scanned for errors. */
   scanned: number;
+  /** Of the current call: when each summarizer call started (performance.now()). */
+  summarizerStarts: number[];
+  /** Of the current call: starts of the user messages the summarizer was given and answered at once (they are in its summary). */
+  summarizedStarts: string[];
+  /** Of the current call: planted secrets the summarizer received. */
+  summarizerLeaks: string[];
 }
 
 export async function runSoak(options: SoakOptions = {}): Promise<SoakResult> {
@@ -801,7 +1119,13 @@ export async function runSoak(options: SoakOptions = {}): Promise<SoakResult> {
     peakHeap: 0,
     details: [],
     dumps: 0,
+    hostile: {},
+    newEvents: {},
+    checks: {},
+    slowestCall: { ms: 0, conversation: -1, call: -1 },
   };
+  const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+  loopDelay.enable();
   const sampleMemory = () => {
     const m = process.memoryUsage();
     if (m.rss > c.peakRss) c.peakRss = m.rss;
@@ -840,6 +1164,7 @@ export async function runSoak(options: SoakOptions = {}): Promise<SoakResult> {
     }
   } finally {
     clearInterval(sampler);
+    loopDelay.disable();
   }
   sampleMemory();
 
@@ -863,6 +1188,11 @@ export async function runSoak(options: SoakOptions = {}): Promise<SoakResult> {
     peakRssBytes: c.peakRss,
     peakHeapBytes: c.peakHeap,
     wallMs: performance.now() - started,
+    hostile: c.hostile,
+    newEvents: c.newEvents,
+    checks: c.checks,
+    slowestCall: c.slowestCall,
+    maxEventLoopDelayMs: loopDelay.max / 1e6,
     details: c.details,
   };
 }
@@ -877,7 +1207,23 @@ async function runBatch(seed: number, batch: number, members: number[], c: Count
   const spec = batchSpec(seed, batch);
   const sessions = new Map<string, Session>();
   const store = new MemoryStore<SessionState>();
-  const summarizer = spec.summarizer === 'none' ? undefined : flakySummarizer(seed, c, spec.summarizer === 'reliable');
+  const observe: SummarizerObserver = (input, answersOk) => {
+    const session = sessions.get(input.sessionId);
+    if (!session) return;
+    session.summarizerStarts.push(performance.now());
+    for (const text of textOfValue([input.messages, input.previousSummary])) session.summarizerLeaks.push(...leakedSecrets(text));
+    if (!answersOk) return;
+    // What it was given is already redacted: its starts are spelled as the digest check spells them.
+    for (const m of input.messages) {
+      if (isMessage(m) && m.role === 'user') session.summarizedStarts.push(startOf(m, (t) => t, SUMMARIZED_START_CHARS, true));
+    }
+  };
+  const summarizer =
+    spec.summarizer === 'none'
+      ? undefined
+      : spec.summarizer === 'slow'
+        ? slowSummarizer(spec.slow, c, observe)
+        : flakySummarizer(seed, c, spec.summarizer === 'reliable', observe);
   const guard = createContextGuard({
     ...guardOptions(spec),
     store,
@@ -907,6 +1253,8 @@ async function runBatch(seed: number, batch: number, members: number[], c: Count
       } else if (e.type === 'tool-pairing-repaired') {
         c.toolPairingRepairs++;
       }
+      if (e.type === 'usage-ignored' || e.type === 'summarizer-failed') bump(c.newEvents, `${e.type}:${e.reason}`);
+      else if (['digest-loss', 'invalid-messages', 'overflow-retry', 'overflow'].includes(e.type)) bump(c.newEvents, e.type);
       if ('sessionId' in e && e.sessionId) sessions.get(e.sessionId)?.events.push(e);
       if (spec.throwingLogger && e.type === 'estimate') throw new Error('the host logger broke');
     },
@@ -928,9 +1276,21 @@ function record(c: Counters, detail: ViolationDetail): void {
   if (c.details.length < MAX_DETAILS && same < MAX_DETAILS_PER_KIND) c.details.push(detail);
 }
 
-/** Serializable copy of a history (bytes as base64) for a dump. */
+/** Serializable copy of a history (bytes as base64, cycles as a marker, `undefined` entries as null) for a dump. */
 function serializable(value: unknown): unknown {
-  return JSON.parse(JSON.stringify(value, (_k, v: unknown) => (v instanceof Uint8Array ? { $bytesBase64: Buffer.from(v).toString('base64') } : v)));
+  const path: object[] = [];
+  return JSON.parse(
+    JSON.stringify(value, function (this: unknown, _k, v: unknown) {
+      if (v instanceof Uint8Array) return { $bytesBase64: Buffer.from(v).toString('base64') };
+      if (v && typeof v === 'object') {
+        // `this` is the holder: the objects on the path to it are its ancestors.
+        while (path.length > 0 && path[path.length - 1] !== this) path.pop();
+        if (path.includes(v)) return { $cycle: true };
+        path.push(v);
+      }
+      return v;
+    }),
+  );
 }
 
 const WATCHDOG = Symbol('watchdog');
@@ -947,6 +1307,30 @@ async function withWatchdog<T>(promise: Promise<T>, ms: number): Promise<T | typ
   }
 }
 
+/** A beforeModel call slower than this is a stall (a redaction or a measure that blocks the agent), though not a hang. */
+const STALL_MS = 10_000;
+
+/** What a media placeholder (type, size, name) may cost, in characters: the latest message's media priced this way when they must go. */
+const MEDIA_PLACEHOLDER_CHARS = 200;
+
+/** The start of a user message the summarizer was given is matched on this many characters. */
+const SUMMARIZED_START_CHARS = 40;
+
+const MECHANICAL_PREFIX = '[Mechanical digest:';
+
+/** What of the latest user message counts with the system messages and tools: all of it, its media as placeholders, or its shortest cut. */
+type Irreducible = 'with-media' | 'placeholders' | 'cut';
+
+/**
+ * What "fits" means to the checks that judge a choice of the guard's (keep the latest message whole,
+ * its media, cut it to fit): under 98% of the threshold, so that a message the guard's own framing
+ * (markers, placeholders) puts just over it is not counted against it.
+ */
+const FITS = 0.98;
+
+/** Characters a cut request keeps at the least (the guard's 200, its clip marker, its framing), with room to spare. */
+const MIN_CUT_REQUEST_CHARS = 600;
+
 async function runConversation(
   seed: number,
   index: number,
@@ -959,13 +1343,15 @@ async function runConversation(
 ): Promise<void> {
   const spec = conversationSpec(seed, index);
   const sessionId = `soak-${index}`;
-  const session: Session = { events: [], scanned: 0 };
+  const session: Session = { events: [], scanned: 0, summarizerStarts: [], summarizedStarts: [], summarizerLeaks: [] };
   sessions.set(sessionId, session);
-  const window = batch.contextWindow ?? spec.window;
+  const window = batch.contextWindow ?? (spec.smallWindow ? 4_000 + (spec.window % 12_000) : spec.window);
   // Exact counting of huge texts is slow (a BPE pass over megabytes): tokenizer models get the smaller windows.
   const tokenizerModel = spec.modelId === 'gpt-4o' || spec.modelId === 'deepseek-chat';
   const modelId = tokenizerModel && batch.exactCounting === 'auto' && window > 64_000 ? 'claude-sonnet-4-5' : spec.modelId;
-  const b = new Builder(index, window);
+  const tally = (kind: string) => bump(c.hostile, kind);
+  const b = new Builder(index, window, spec.reusedIds, tally);
+  if (batch.summarizer === 'slow') tally('conversations with a slow summarizer');
   const tools: ToolDefinition[] = deepFreeze(
     spec.tools.map((t, k) => ({
       name: `${t.name}_${k}`,
@@ -973,18 +1359,26 @@ async function runConversation(
       inputSchema: { type: 'object', properties: { path: { type: 'string', description: 'a path ✓' }, content: { type: 'string' } }, required: ['path'] },
     })),
   );
-  let history: GuardMessage[] = [...spec.systems.map((s) => b.system(s.size, s.style)), b.user(spec.first)].map(deepFreeze);
+  const systems = spec.systems.map((s) => b.system(s.size, s.style));
+  if (spec.giantSystem !== undefined) {
+    // Thousandths of the window in chars/4 tokens: the default threshold (800) at the default correction (1.5).
+    systems.unshift(b.system((spec.giantSystem * 800) / 1.5, 'code'));
+    tally(spec.giantSystem < 1 ? 'giant system prompt (near the threshold)' : 'giant system prompt (over the threshold)');
+  }
+  // Entries are messages, or the junk a buggy host leaves in its history.
+  let history: unknown[] = [...systems, b.user(spec.first)].map(deepFreeze);
   let call = 0;
   const sampling = prng(mix(seed, 0xca11, index));
   c.conversations++;
+  /** Whether any entry so far holds a reference cycle (then outputs are searched for one). */
+  let cyclic = false;
+  /** The previous call's output and the history's length then: what was in the prompt before this call's compaction. */
+  let previousOutput = new Set<unknown>();
+  let previousLength = 0;
+  /** The stored summary last scanned for secrets. */
+  let scannedSummary: unknown;
 
-  const fail = (kind: string, message: string, sent: readonly GuardMessage[]) => {
-    if (kind === 'throw') c.throws++;
-    else if (kind === 'unexplained-overflow') c.unexplainedOverflows++;
-    else if (kind !== 'error-event') {
-      c.violations++;
-      bump(c.violationsByKind, kind);
-    }
+  const record1 = (kind: string, message: string, sent: readonly unknown[]) => {
     const detail: ViolationDetail = {
       kind,
       seed,
@@ -997,7 +1391,7 @@ async function runConversation(
       provider: { ratio: Math.round(spec.ratio * 1000) / 1000, invisible: invisibleTokens(spec, window), usage: spec.usage },
       shape: shapeOf(sent),
     };
-    if (settings.dump && c.dumps < MAX_DUMPS) {
+    if (settings.dump && c.dumps < MAX_DUMPS && !kind.startsWith('note:')) {
       c.dumps++;
       const dir = join(tmpdir(), 'context-guard-soak');
       mkdirSync(dir, { recursive: true });
@@ -1007,9 +1401,23 @@ async function runConversation(
     }
     record(c, detail);
   };
+  const fail = (kind: string, message: string, sent: readonly unknown[]) => {
+    if (kind === 'throw') c.throws++;
+    else if (kind === 'unexplained-overflow') c.unexplainedOverflows++;
+    else if (kind !== 'error-event') {
+      c.violations++;
+      bump(c.violationsByKind, kind);
+    }
+    record1(kind, message, sent);
+  };
+  /** Something worth a look that is not a violation (listed with the details, counted in `checks`). */
+  const note = (kind: string, message: string, sent: readonly unknown[]) => {
+    bump(c.checks, kind);
+    record1(`note:${kind}`, message, sent);
+  };
 
   /** Error events of this session since the last scan (from beforeModel, afterModel or compact). */
-  const scanErrors = (sent: readonly GuardMessage[]) => {
+  const scanErrors = (sent: readonly unknown[]) => {
     for (const e of session.events.slice(session.scanned)) {
       if (e.type === 'error') {
         const error = e.error as { stack?: string } | undefined;
@@ -1021,15 +1429,19 @@ async function runConversation(
 
   /** One beforeModel call on the whole history, checked; undefined when the conversation cannot go on. */
   const oneCall = async (step: StepSpec): Promise<BeforeModelResult | undefined> => {
-    const sent = Object.freeze(history.slice()) as readonly GuardMessage[];
+    const sent = Object.freeze(history.slice()) as readonly unknown[];
     const snapshot = sampling() < settings.snapshotRate ? structuredClone(sent) : undefined;
     const stateBefore = await store.get(sessionId);
     const mark = session.events.length;
+    session.summarizerStarts = [];
+    session.summarizedStarts = [];
+    session.summarizerLeaks = [];
     const controller = step.abort ? new AbortController() : undefined;
     if (controller) setTimeout(() => controller.abort(new Error('the user pressed stop')), 1).unref();
     c.calls++;
     call++;
     let r: BeforeModelResult | typeof WATCHDOG;
+    const started = performance.now();
     try {
       r = await withWatchdog(
         guard.beforeModel({
@@ -1050,71 +1462,235 @@ async function runConversation(
       fail('hang', `beforeModel did not resolve within ${settings.watchdogMs} ms`, sent);
       return undefined;
     }
+    const ms = performance.now() - started;
+    if (process.env['SOAK_TRACE'] === '1' && ms > 100) process.stderr.write(`slow call ${index}.${call} ${ms.toFixed(0)} ms\n`);
+    if (ms > c.slowestCall.ms) c.slowestCall = { ms, conversation: index, call };
+    if (ms > STALL_MS) fail('stall', `beforeModel took ${(ms / 1000).toFixed(1)} s`, sent);
     const events = session.events.slice(mark);
+    if (process.env['SOAK_TRACE'] === '3') {
+      const clip = (_k: string, v: unknown) => (typeof v === 'string' && v.length > 300 ? `${v.slice(0, 240)}…(${v.length})` : v);
+      process.stderr.write(`call ${index}.${call} output: ${JSON.stringify(serializable(r.messages), clip, 1)}\n`);
+      if (r.compaction?.summary) process.stderr.write(`call ${index}.${call} summary:\n${r.compaction.summary.slice(0, 6_000)}\n`);
+    }
+    if (process.env['SOAK_TRACE'] === '2' || process.env['SOAK_TRACE'] === '3') {
+      const kinds = events
+        .filter((e) => e.type !== 'estimate')
+        .map((e) => (e.type === 'summarizer-failed' || e.type === 'usage-ignored' ? `${e.type}:${e.reason}` : e.type));
+      const steps = r.compaction ? `${r.compaction.steps.join('+')} ` : '';
+      process.stderr.write(`call ${index}.${call}: ${r.tokens}/${r.threshold} ${steps}[${kinds.join(', ')}]\n  in:  ${shapeOf(sent)}\n  out: ${shapeOf(r.messages)}\n`);
+    }
     scanErrors(sent);
     const overflow = events.some((e) => e.type === 'overflow');
     if (r.compaction) {
       c.compactions++;
       bump(c.compactionsByStrategy, r.compaction.strategy);
     }
-    const out = r.messages;
+    const out = r.messages as readonly unknown[];
+    const thisOutput = out;
 
-    const pairing = pairingProblems(out);
+    // Nothing the provider would reject: every entry a message, no reference cycle.
+    const invalid = out.flatMap((m, k) => {
+      const why = isMessage(m) ? (cyclic && hasCycle(m) ? 'cyclic content' : undefined) : invalidEntry(m);
+      return why ? [`${k}: ${why}`] : [];
+    });
+    if (invalid.length > 0) fail('invalid-entry-sent', `the output holds entries no provider accepts: ${invalid.slice(0, 5).join(', ')}`, sent);
+    const valid = out.filter(isMessage);
+
+    const pairing = pairingProblems(valid);
     if (pairing.length > 0) fail('tool-pairing', pairing.slice(0, 3).join('; '), sent);
 
     let leading = 0;
-    while (leading < sent.length && sent[leading]?.role === 'system') leading++;
+    while (leading < sent.length && isMessage(sent[leading]) && (sent[leading] as GuardMessage).role === 'system') leading++;
     for (let k = 0; k < leading; k++) {
-      if (!sameMessage(out[k], sent[k] as GuardMessage)) {
+      if (!sameMessage(out[k] as GuardMessage, sent[k] as GuardMessage)) {
         fail('system-first', `leading system message ${k} is not first and unchanged in the output`, sent);
         break;
       }
     }
     for (let k = leading; k < sent.length; k++) {
-      const m = sent[k] as GuardMessage;
-      if (m.role === 'system' && !out.some((o) => sameMessage(o, m))) {
+      const m = sent[k];
+      if (isMessage(m) && m.role === 'system' && !out.some((o) => sameMessage(o as GuardMessage, m))) {
         fail('system-missing', `system message ${k} of the history is missing or changed in the output`, sent);
         break;
       }
     }
 
-    if (!requestPresent(sent, out)) fail('latest-request', 'the latest user request is neither in the output nor quoted (first 100 characters)', sent);
+    if (!requestPresent(sent, out, guard.options.redact)) {
+      fail('latest-request', 'the latest user request is neither in the output nor quoted (first 100 characters)', sent);
+    }
 
     if (r.contextWindow !== window) fail('window', `result.contextWindow ${r.contextWindow}, expected ${window}`, sent);
-    if (!overflow && !(r.tokens <= r.threshold)) {
+    // Over the threshold only when the result says so: an overflow event in this call, or `r.overflow`
+    // (a later call that sends the same smallest prompt, the event having been emitted once).
+    const over = !(r.tokens <= r.threshold);
+    if (over && !overflow && r.overflow !== true) {
       const comp = r.compaction ? `${r.compaction.strategy} ${r.compaction.tokensBefore}→${r.compaction.tokensAfter}` : 'no compaction';
-      fail('over-threshold', `estimate ${r.tokens} > threshold ${r.threshold} without an overflow event (${comp})`, sent);
+      fail('over-threshold', `estimate ${r.tokens} > threshold ${r.threshold} without an overflow event or r.overflow (${comp})`, sent);
     }
-    if (overflow) {
-      // Explained when system messages + tools + the latest request alone, priced as the pipeline
-      // prices a compacted prompt, are over the threshold: then nothing could fit.
-      const text = await textMeasure(encodingFor(guard.options.exactCounting, modelId, guard.options.models));
-      const provider = mediaProviderForModel(modelId);
-      let request = -1;
-      for (let k = sent.length - 1; k >= 0; k--) {
-        if (sent[k]?.role === 'user') {
-          request = k;
-          break;
+
+    // System messages + tools + the latest user message alone, priced as the pipeline prices a
+    // compacted prompt: after the compaction's calibration reset, whose reference carries what the
+    // call's own estimate knew beyond the reset pricing (a hidden prompt). Its media count as
+    // placeholders unless `withMedia`: they must go before anything of the text when it cannot fit.
+    const request = latestUserIndex(sent);
+    let pricing: ((what: Irreducible) => number) | undefined;
+    const alone = async (what: Irreducible): Promise<number> => {
+      if (!pricing) {
+        const text = await textMeasure(encodingFor(guard.options.exactCounting, modelId, guard.options.models));
+        const provider = mediaProviderForModel(modelId);
+        let fixed = tools.reduce((n, t) => n + measureTool(t, text.length), 0);
+        let requestChars = 0;
+        let media = 0;
+        let mediaParts = 0;
+        sent.forEach((m, k) => {
+          if (!isMessage(m) || (m.role !== 'system' && k !== request)) return;
+          const x = measureMessage(m, provider, text.length);
+          if (k === request) requestChars = x.chars;
+          else fixed += x.chars;
+          media += x.mediaTokens;
+          if (k === request && Array.isArray(m.content)) mediaParts += (m.content as unknown[]).filter(isMedia).length;
+        });
+        const stateAfter = await store.get(sessionId);
+        const reset =
+          stateAfter?.calibration.reference && !stateAfter.calibration.anchor ? stateAfter.calibration : resetCalibration(stateBefore?.calibration ?? {});
+        const price = priceAfterReset({ ...reset, pending: undefined }, guard.options.calibration);
+        const placeholders = mediaParts * MEDIA_PLACEHOLDER_CHARS;
+        pricing = (what) =>
+          what === 'with-media'
+            ? price(fixed + requestChars, media)
+            : price(fixed + placeholders + (what === 'placeholders' ? requestChars : Math.min(requestChars, MIN_CUT_REQUEST_CHARS)), 0);
+      }
+      return pricing(what);
+    };
+    const comp = () =>
+      r.compaction
+        ? `${r.compaction.reason} compaction ${r.compaction.steps.join('+')} ${r.compaction.tokensBefore}→${r.compaction.tokensAfter}`
+        : 'no compaction';
+
+    if (overflow || over) {
+      // Explained when the irreducible part, the latest message's media as placeholders, is over the threshold: then nothing could fit.
+      const irreducible = await alone('placeholders');
+      if (irreducible > r.threshold) {
+        c.explainedOverflows++;
+        // Then the latest request is cut to the room left: over the threshold only when even the
+        // system messages, tools and the shortest cut of it are (see the `overflow` event).
+        const shortest = await alone('cut');
+        if (over && shortest <= FITS * r.threshold) {
+          fail(
+            'over-threshold-after-cut',
+            `estimate ${r.tokens} > threshold ${r.threshold} although system + tools + the request cut to ${MIN_CUT_REQUEST_CHARS} ` +
+              `characters cost ~${Math.round(shortest)} (${comp()})`,
+            sent,
+          );
+        }
+      } else {
+        fail(
+          'unexplained-overflow',
+          `overflow although system + tools + latest request (media as placeholders) cost ~${Math.round(irreducible)} ` +
+            `<= threshold ${r.threshold} (sent ${r.tokens}; ${comp()})`,
+          sent,
+        );
+      }
+    }
+
+    // The latest user message reaches the model whole whenever it fits on its own; its media too.
+    if (request >= 0 && Number.isFinite(r.threshold)) {
+      const latest = sent[request] as GuardMessage;
+      const o = latestOutcome(latest, out);
+      if (!out.includes(latest)) bump(c.checks, 'latest message not sent as is');
+      if (!o.whole) {
+        const cost = await alone('placeholders');
+        if (cost <= FITS * r.threshold) {
+          const first = typeof latest.content === 'string' ? latest.content : userTextOf(latest);
+          fail(
+            'latest-not-whole',
+            `the latest user message (${first.length} characters${o.media ? `, ${o.media} media` : ''}) fits on its own ` +
+              `(~${Math.round(cost)} <= threshold ${r.threshold}, ${Math.round((100 * cost) / r.threshold)}%) but its text is not verbatim ` +
+              `in any user message of the output: ${howSent(latest, out, guard.options.redact)} (${comp()}); sent: ${shapeOf(out)}`,
+            sent,
+          );
+        } else bump(c.checks, 'latest message cut (it alone is over the threshold)');
+      }
+      if (o.missingMedia > 0) {
+        bump(c.checks, 'latest media replaced');
+        const cost = await alone('with-media');
+        if (cost <= FITS * r.threshold) {
+          fail(
+            'latest-media-replaced',
+            `${o.missingMedia} of ${o.media} images/files of the latest user message are not sent although it fits with them ` +
+              `(~${Math.round(cost)} <= threshold ${r.threshold}, ${Math.round((100 * cost) / r.threshold)}%; ${comp()}); ` +
+              `sent: ${shapeOf(out)}`,
+            sent,
+          );
         }
       }
-      let chars = tools.reduce((n, t) => n + measureTool(t, text.length), 0);
-      let media = 0;
+    }
+
+    // No fallback digest loses the start of a user message that left the prompt in this compaction.
+    const summary = r.compaction?.summary;
+    if (summary?.startsWith(MECHANICAL_PREFIX)) {
+      const kept = new Set(out);
+      // Spelled as the starts are (a kept copy of a message has its line breaks, the digest has none).
+      const haystack = collapse(`${summary}\n${userTextsOf(out)}`);
+      const entryChars = digestEntryChars(summary);
+      const lossReported = events.some((e) => e.type === 'digest-loss');
+      const lost: string[] = [];
       sent.forEach((m, k) => {
-        if (m.role !== 'system' && k !== request) return;
-        const x = measureMessage(m, provider, text.length);
-        chars += x.chars;
-        media += x.mediaTokens;
+        if (!isMessage(m) || m.role !== 'user' || kept.has(m)) return;
+        // It left in this compaction: it was in the previous output, or is new since.
+        if (k < previousLength && !previousOutput.has(m)) return;
+        const start = startOf(m, guard.options.redact, DIGEST_START_CHARS);
+        if (!start) return;
+        // Still in the prompt as a copy (cut by hard fit, media replaced): not the digest's to keep.
+        if (keptAsCopy(m, out)) {
+          bump(c.checks, 'user messages kept as a cut or changed copy');
+          return;
+        }
+        // Given to the summarizer, which answered: it is in the model-written part of the summary.
+        // The summarizer may get a cut copy (its chunks clip long messages): one start is a prefix of the other.
+        const mine = head(start, SUMMARIZED_START_CHARS);
+        if (session.summarizedStarts.some((given) => given.startsWith(mine) || (given.length >= 12 && mine.startsWith(given)))) return;
+        bump(c.checks, 'user starts checked in digests');
+        const raw = startOf(m, guard.options.redact, DIGEST_START_CHARS, true);
+        if (startSurvives(start, haystack, entryChars) || startSurvives(raw, haystack, entryChars)) return;
+        if (lossReported) bump(c.checks, 'user starts lost, digest-loss reported');
+        else lost.push(`#${k} "${start.slice(0, 40)}"`);
       });
-      // Priced as the pipeline priced it: after the compaction's calibration reset, whose reference
-      // carries what the call's own estimate knew beyond the reset pricing (a hidden prompt).
-      const stateAfter = await store.get(sessionId);
-      const reset = stateAfter?.calibration.reference && !stateAfter.calibration.anchor ? stateAfter.calibration : resetCalibration(stateBefore?.calibration ?? {});
-      const price = priceAfterReset({ ...reset, pending: undefined }, guard.options.calibration);
-      const irreducible = price(chars, media);
-      if (irreducible > r.threshold) c.explainedOverflows++;
-      else {
-        const comp = r.compaction ? `${r.compaction.steps.join('+')} ${r.compaction.tokensBefore}→${r.compaction.tokensAfter}` : 'no compaction';
-        fail('unexplained-overflow', `overflow although system + tools + latest request cost ~${Math.round(irreducible)} <= threshold ${r.threshold} (sent ${r.tokens}; ${comp})`, sent);
+      if (lost.length > 0) {
+        fail(
+          'digest-lost-user-start',
+          `the mechanical digest (${summary.length} characters, ${comp()}) lost the start of ${lost.length} user message(s) ` +
+            `without a digest-loss event: ${lost.slice(0, 3).join(', ')}`,
+          sent,
+        );
+      }
+    }
+
+    // An edit meant for another result with the same id (reused ids).
+    const misplaced = misplacedPlaceholders(sent, out);
+    if (misplaced.length > 0) fail('misplaced-placeholder', misplaced.slice(0, 2).join('; '), sent);
+
+    // Secrets: never given to the summarizer, never stored.
+    if (session.summarizerLeaks.length > 0) {
+      fail('secret-leak', `the summarizer received ${[...new Set(session.summarizerLeaks)].join(', ')}`, sent);
+    }
+    const stored = (await store.get(sessionId))?.memo?.summary;
+    if (stored && stored !== scannedSummary) {
+      scannedSummary = stored;
+      const leaks = new Set(textOfValue([stored.text, stored.messages, stored.fileOps]).flatMap(leakedSecrets));
+      if (leaks.size > 0) fail('secret-leak', `the stored summary (or its continuation, or file list) holds ${[...leaks].join(', ')}`, sent);
+    }
+
+    // The whole-compaction deadline: with the slow summarizer every call but the last takes its
+    // delay, so a call started after (n − 1) × delay > deadline was started past the deadline.
+    if (batch.summarizer === 'slow') {
+      const n = session.summarizerStarts.length;
+      const { delayMs, compactionTimeoutMs } = batch.slow;
+      const longest = 'longest compaction with the slow summarizer (ms)';
+      if (r.compaction) c.checks[longest] = Math.max(c.checks[longest] ?? 0, r.compaction.durationMs);
+      if ((n - 1) * (delayMs - 1) > compactionTimeoutMs + delayMs) {
+        const took = r.compaction?.durationMs ?? '?';
+        fail('deadline', `${n} summarizer calls of ${delayMs} ms in one compaction, past compactionTimeoutMs ${compactionTimeoutMs} (compaction ${took} ms)`, sent);
       }
     }
 
@@ -1122,15 +1698,20 @@ async function runConversation(
       c.snapshotsCompared++;
       if (!isDeepStrictEqual(sent, snapshot)) fail('input-mutated', 'the history sent differs from its snapshot after the call', sent);
     }
+    previousOutput = new Set(thisOutput);
+    previousLength = sent.length;
     return r;
   };
 
   try {
     for (let s = 0; s < spec.steps.length; s++) {
       const step = spec.steps[s] as StepSpec;
-      const added: GuardMessage[] = [];
+      const added: unknown[] = [];
       if (step.midSystem) added.push(b.system(2, 'ascii'));
+      const junk = step.junk ? b.junk(step.junk.kind) : undefined;
+      if (step.junk && !step.junk.afterUser) added.push(junk);
       if (step.user) added.push(b.user(step.user));
+      if (step.junk && step.junk.afterUser) added.push(junk);
       if (added.length > 0) history = [...history, ...added.map(deepFreeze)];
 
       if (step.manual) {
@@ -1154,8 +1735,14 @@ async function runConversation(
       }
 
       const reply = b.reply(s, step.reply);
-      const usage = usageFor(spec, step, r, tools, modelId, reply);
+      if (step.reply.kind === 'tools' && step.reply.cyclic) cyclic = true;
+      const bill = billed(r.messages, tools, modelId);
+      const normal = usageFor(spec, step, r, bill, reply);
+      if (step.outlier) tally(`usage outlier ${step.outlier}`);
+      const real = realTokens(bill, spec.ratio, invisibleTokens(spec, r.contextWindow ?? 0));
+      const usage = step.outlier ? outlierUsage(step.outlier, real, bill.chars / 4) : normal;
       if (usage !== 'skip') {
+        const mark = session.events.length;
         try {
           const res = await withWatchdog(guard.afterModel({ sessionId, usage: usage as never }), settings.watchdogMs);
           if (res === WATCHDOG) {
@@ -1164,6 +1751,24 @@ async function runConversation(
           }
         } catch (error) {
           fail('throw', `afterModel rejected: ${(error as Error)?.stack ?? String(error)}`, history);
+        }
+        const events = session.events.slice(mark);
+        if (step.outlier) {
+          const outlier = step.outlier;
+          const taken = events.find((e) => e.type === 'usage-recorded' && recordedOutlier(outlier, e));
+          if (taken) fail('outlier-recorded', `afterModel recorded the outlier ${outlier} (${JSON.stringify(usage)}) as a real count`, history);
+        } else if (spec.usage !== 'malformed') {
+          const rejected = events.find((e) => e.type === 'usage-ignored' && e.reason === 'implausible');
+          // A count over the window is one no provider returns (it refuses the prompt): the fake provider's, not a real one's.
+          const count = (usage as { inputTokens?: number } | undefined)?.inputTokens ?? 0;
+          if (rejected && rejected.type === 'usage-ignored' && count <= window) {
+            note(
+              'real count rejected as implausible',
+              `the fake provider's count ${JSON.stringify(usage)} (ratio ${spec.ratio.toFixed(2)}, invisible ${invisibleTokens(spec, window)}) ` +
+                `was rejected, plausible ${JSON.stringify(rejected.plausible)}`,
+              history,
+            );
+          }
         }
         scanErrors(history);
       }
@@ -1180,16 +1785,9 @@ function invisibleTokens(spec: ConversationSpec, window: number): number {
 }
 
 /** What the host reports to afterModel after a call, or 'skip'. */
-function usageFor(
-  spec: ConversationSpec,
-  step: StepSpec,
-  r: BeforeModelResult,
-  tools: readonly ToolDefinition[],
-  modelId: string | undefined,
-  reply: GuardMessage[],
-): unknown {
+function usageFor(spec: ConversationSpec, step: StepSpec, r: BeforeModelResult, bill: Billed, reply: GuardMessage[]): unknown {
   if (spec.usage === 'never' || (spec.usage === 'sometimes' && !step.reportUsage)) return 'skip';
-  const inputTokens = realTokens(r.messages, tools, spec.ratio, invisibleTokens(spec, r.contextWindow ?? 0), modelId);
+  const inputTokens = realTokens(bill, spec.ratio, invisibleTokens(spec, r.contextWindow ?? 0));
   const first = reply[0];
   const outputTokens = first?.role === 'assistant' ? Math.ceil((spec.ratio * measureMessage(first, 'generic').chars) / 4) : undefined;
   if (spec.usage === 'malformed' && step.reportUsage) {
@@ -1224,6 +1822,11 @@ export function formatResult(r: SoakResult): string {
     ['**unexplained overflows**', String(r.unexplainedOverflows)],
     ['explained overflows (irreducible part over the threshold)', r.explainedOverflows.toLocaleString('en-US')],
     ['**error events**', String(r.errorEvents)],
+    ['hostile inputs (issue 11)', byKey(r.hostile) || '-'],
+    ['events of the hostile-input paths', byKey(r.newEvents) || '-'],
+    ['what the new checks judged', byKey(r.checks) || '-'],
+    ['slowest beforeModel', `${(r.slowestCall.ms / 1000).toFixed(2)} s (conversation ${r.slowestCall.conversation}, call ${r.slowestCall.call})`],
+    ['longest event-loop block', `${(r.maxEventLoopDelayMs / 1000).toFixed(2)} s`],
     ['peak RSS / heap used', `${mib(r.peakRssBytes)} / ${mib(r.peakHeapBytes)}`],
     ['wall time', `${(r.wallMs / 1000).toFixed(1)} s`],
   ];
