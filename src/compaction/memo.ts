@@ -16,8 +16,15 @@ export interface SummaryMemo {
   covers: PromptFingerprint;
   /** Indices (in the host's history) of covered messages kept verbatim before the summary: system messages, the first user request. */
   keep: number[];
-  /** The summary message (and continuation), exactly as sent. */
+  /** The summary message, exactly as sent. */
   messages: GuardMessage[];
+  /**
+   * The latest request, when the summary covers it (a split turn, `summarize-all`, a manual
+   * compaction): sent verbatim right after the summary, never quoted or cut by the summary, then `after`.
+   */
+  request?: number;
+  /** The continuation note sent after the request, exactly as sent. */
+  after?: GuardMessage[];
   /** The summary text without its file list: the previous summary of the next update. */
   text: string;
   fileOps?: FileOps;
@@ -136,6 +143,14 @@ export function renderView(
     for (const m of summary.messages) {
       messages.push(m);
       headOrigin.push(-1);
+    }
+    if (summary.request !== undefined && summary.request < input.length) {
+      messages.push(edit(input[summary.request] as GuardMessage, summary.request));
+      headOrigin.push(summary.request);
+      for (const m of summary.after ?? []) {
+        messages.push(m);
+        headOrigin.push(-1);
+      }
     }
     from = summary.covers.messages;
   }

@@ -16,7 +16,7 @@ import type { Entry } from '../tokens/prompt-measure.ts';
 import { extractFileOps, parseFileOpsFooter, renderFileOpsFooter, stripFileOpsFooter } from './file-ops.ts';
 import { mediaKey } from './media-placeholder.ts';
 import { renderView, replaceMedia, type CompactionMemo, type View } from './memo.ts';
-import { continuationMessage, isContinuation, isOwnMessage, rememberOwn, summaryBodyOf, summaryMessage } from './placement.ts';
+import { continuationNote, isContinuation, isOwnMessage, rememberOwn, summaryBodyOf, summaryMessage } from './placement.ts';
 import { isProtectedTool, outputChars, PLACEHOLDER, placeholderOutput, toolEditKey, toolResultsOf } from './prune.ts';
 import { toolOutputText } from './text.ts';
 import { mechanicalDigest } from './mechanical.ts';
@@ -89,7 +89,7 @@ interface Rendered {
 export function requestIndex(input: readonly GuardMessage[], own: readonly number[] | undefined): number {
   for (let i = input.length - 1; i >= 0; i--) {
     const m = input[i] as GuardMessage;
-    if (m?.role === 'user' && !(summaryBodyOf(m) !== undefined && isOwnMessage(m, own))) return i;
+    if (m?.role === 'user' && !((summaryBodyOf(m) !== undefined || isContinuation(m)) && isOwnMessage(m, own))) return i;
   }
   return -1;
 }
@@ -188,23 +188,7 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
     ...p.input.filter((m) => m?.role === 'system'),
     ...(requestMessage ? [replaceMedia(requestMessage, () => true)] : []),
   ]);
-  if (p.price(irreducible.chars, irreducible.mediaTokens) > p.threshold) {
-    // Nothing else is sent, but what is dropped is still recorded, as a digest on top of the
-    // summary so far, for the next summary to build on once the conversation fits again.
-    const dropped = cur.view.messages.filter((m, i) => (cur.view.origin[i] ?? -1) >= 0 && m.role !== 'system' && cur.view.origin[i] !== request);
-    const previous = memo.summary?.text;
-    smallestPrompt(p, memo, request);
-    if (dropped.length > 0 && memo.summary) {
-      const maxChars = Math.floor(p.settings.maxSummaryTokens / p.tokensPerChar);
-      const digest = mechanicalDigest(dropped, { ...(previous ? { previousSummary: previous } : {}), maxChars });
-      memo.summary.text = p.redact(digest.text);
-      p.onDigestLoss(digest.lostMessages, digest.lostUserMessages);
-      stats.summarized = dropped.length;
-    }
-    step('hard-fit');
-    cur = render();
-    return finish(cur.tokens > p.threshold);
-  }
+  if (p.price(irreducible.chars, irreducible.mediaTokens) > p.threshold) return lastResort();
 
   // 1. Prune.
   if (s.prune) {
@@ -276,15 +260,47 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
   if (!under()) clipMessagesOf((m) => m.role === 'assistant');
   if (!under()) clipMessagesOf((m, o) => m.role === 'user' && o !== request);
 
-  // 4. Still over the threshold: the request's own images and files, oldest first, then the
-  //    smallest prompt (system messages and the latest request, nothing else).
-  if (cur.tokens > p.threshold) replaceMediaUntil(p.threshold, (o) => o === request);
-  if (cur.tokens > p.threshold) {
-    smallestPrompt(p, memo, request);
+  // 4. Still over the threshold: the smallest prompt.
+  if (cur.tokens > p.threshold) return lastResort();
+  return finish(false);
+
+  /**
+   * The smallest prompt: the system messages and the latest request, nothing else (what else was
+   * in the prompt is folded into the summary's text, kept for later calls). Then, only as far as
+   * needed: the request's own images and files, oldest first; its text, only when it alone exceeds
+   * what is left of the window.
+   */
+  function lastResort(): PipelineOutput {
+    smallestPrompt(p, memo, cur, request);
     step('hard-fit');
     cur = render();
+    if (cur.tokens > p.threshold) replaceMediaUntil(p.threshold, (o) => o === request);
+    // A request that had to be cut is an overflow too: the event tells the host it was not sent whole.
+    const cut = cur.tokens > p.contextWindow && fitRequest();
+    return finish(cut || cur.tokens > p.threshold);
   }
-  return finish(cur.tokens > p.threshold);
+
+  /**
+   * Cuts the request (head and tail kept, a marker saying how much was left out) until the prompt
+   * is under the threshold. Characters are measured the way the guard prices them (exact counting
+   * makes a character of emoji or CJK cost more than a letter), so the cut is re-measured and
+   * tightened until it fits, a few rounds at most.
+   */
+  function fitRequest(): boolean {
+    const viewIndex = cur.view.origin.indexOf(request);
+    const message = cur.view.messages[viewIndex];
+    if (request < 0 || viewIndex < 0 || !message) return false;
+    const key = String(p.hashOf(request));
+    let chars = textLength(p.input[request] as GuardMessage);
+    for (let round = 0; round < 6 && cur.tokens > p.threshold && chars > MIN_KEPT_CHARS; round++) {
+      const requestTokens = messageTokens(cur.view.origin.indexOf(request));
+      const keepShare = requestTokens > 0 ? Math.max(0, (requestTokens - (cur.tokens - p.threshold)) / requestTokens) : 0;
+      chars = Math.max(MIN_KEPT_CHARS, Math.floor(chars * keepShare * 0.95) - 100);
+      memo.clips[key] = chars;
+      cur = render();
+    }
+    return Object.hasOwn(memo.clips, key);
+  }
 
   function hardFitToolOutputs(): void {
     const results = toolResults();
@@ -460,6 +476,12 @@ async function summarizeStep(
   const unedited = Object.keys(memo.tools).length + Object.keys(memo.clips).length > 0
     ? renderView(p.input, { ...memo, tools: {}, clips: {} }, memo.summary !== undefined, p.hashOf).messages
     : messages;
+  // A request an earlier summary sent after itself is an old message once a newer one came: it
+  // is summarized with the rest (first: it came before them).
+  const earlierRequest = memo.summary?.request;
+  if (earlierRequest !== undefined && earlierRequest !== request && p.input[earlierRequest]) {
+    toSummarize.push(p.input[earlierRequest] as GuardMessage);
+  }
   for (let i = from; i < cut; i++) {
     const m = messages[i] as GuardMessage;
     const o = origin[i] ?? -1;
@@ -487,6 +509,8 @@ async function summarizeStep(
       keep.push(o);
       continue;
     }
+    // The latest request is never summarized: it is sent whole after the summary.
+    if (o === request) continue;
     toSummarize.push(unedited[i] ?? m);
     summarizedTokens += messageTokens(i);
   }
@@ -511,14 +535,12 @@ async function summarizeStep(
   const text = outcome.text.trim();
   const body = footer ? `${text}\n\n${footer}` : text;
 
-  // The request is still verbatim when it is kept or in the tail; otherwise a continuation quotes it.
+  // The request is still in place when it is kept or in the tail; otherwise it is sent right after
+  // the summary, whole, with a note telling the model to go on with it.
   const requestKept = request < 0 || keep.includes(request) || (cut < messages.length && request >= (origin[cut] ?? Infinity));
   const inserted: GuardMessage[] = [summaryMessage(body)];
-  if (!requestKept) {
-    const req = p.input[request] as GuardMessage;
-    inserted.push(isContinuation(req) && isOwnMessage(req, own) ? req : continuationMessage(req, p.redact));
-  }
-  memo.own = rememberOwn(own, inserted);
+  const after = requestKept ? [] : [continuationNote()];
+  memo.own = rememberOwn(own, [...inserted, ...after]);
   const covers = cut < messages.length ? (origin[cut] as number) : p.input.length;
   const systems = keep.filter((o) => p.input[o]?.role === 'system').sort((a, b) => a - b);
   const others = keep.filter((o) => p.input[o]?.role !== 'system').sort((a, b) => a - b);
@@ -526,6 +548,7 @@ async function summarizeStep(
     covers: p.prefixOf(covers),
     keep: [...new Set([...systems, ...others])],
     messages: inserted,
+    ...(requestKept ? {} : { request, after }),
     text,
     ...(fileOps ? { fileOps } : {}),
   };
@@ -540,39 +563,44 @@ async function summarizeStep(
   return outcome.mechanical ? 'mechanical' : 'summary';
 }
 
+/** Characters of a message's text parts (what a clip works on). */
+function textLength(message: GuardMessage): number {
+  const content = message.content as unknown;
+  if (typeof content === 'string') return content.length;
+  if (!Array.isArray(content)) return 0;
+  let n = 0;
+  for (const part of content) if (part?.type === 'text' && typeof part.text === 'string') n += part.text.length;
+  return n;
+}
+
 /**
- * Replaces the memo's summary by the smallest prompt: system messages and the latest request, its
- * images and files named instead of sent. The request is cut only when it alone exceeds what is
- * left of the window (not the threshold: it is the one message the model must see whole).
+ * Replaces the memo's summary by the smallest prompt: the system messages and the latest request.
+ * Every other message of the prompt (the kept head, the tail, an earlier request) leaves it, so it
+ * is folded into the summary's text as a digest: not sent now, but the next summary builds on it.
  */
-function smallestPrompt(p: PipelineInput, memo: CompactionMemo, request: number): void {
+function smallestPrompt(p: PipelineInput, memo: CompactionMemo, cur: Rendered, request: number): void {
   const systems: number[] = [];
   p.input.forEach((m, i) => {
     if (m?.role === 'system') systems.push(i);
   });
+  const leaving: GuardMessage[] = [];
+  cur.view.messages.forEach((m, i) => {
+    const o = cur.view.origin[i] ?? -1;
+    // The host's own words, not the placeholders and cuts of this compaction.
+    if (o >= 0 && o !== request && m.role !== 'system') leaving.push(p.input[o] as GuardMessage);
+  });
+  let text = memo.summary?.text ?? '';
+  if (leaving.length > 0) {
+    const maxChars = Math.floor(p.settings.maxSummaryTokens / p.tokensPerChar);
+    const digest = mechanicalDigest(leaving, { ...(text ? { previousSummary: text } : {}), maxChars });
+    text = p.redact(digest.text);
+    p.onDigestLoss(digest.lostMessages, digest.lostUserMessages);
+  }
   memo.summary = {
     covers: p.prefixOf(p.input.length),
     keep: request >= 0 ? [...systems, request] : systems,
     messages: [],
-    text: memo.summary?.text ?? '',
+    text,
     ...(memo.summary?.fileOps ? { fileOps: memo.summary.fileOps } : {}),
   };
-  if (request < 0) return;
-  const requestMessage = p.input[request] as GuardMessage;
-  const content = requestMessage.content;
-  if (Array.isArray(content)) {
-    const media = (memo.media ??= {});
-    content.forEach((part, j) => {
-      const type = (part as { type?: unknown } | undefined)?.type;
-      if (type === 'image' || type === 'file') media[mediaKey(request, j)] = 1;
-    });
-  }
-  // Room left for the request once the system messages and tools are counted.
-  const rest = renderView(p.input, { ...memo, summary: { ...memo.summary, keep: systems } }, true, p.hashOf);
-  const fixed = p.measure(rest.messages);
-  const alone = p.measure([replaceMedia(requestMessage, () => true)]);
-  const requestChars = alone.chars;
-  // Less the clip marker and the message's own framing.
-  const room = (p.contextWindow - p.price(fixed.chars, fixed.mediaTokens)) / p.tokensPerChar - 100;
-  if (requestChars > room) memo.clips[String(p.hashOf(request))] = Math.max(MIN_KEPT_CHARS, Math.floor(room));
 }

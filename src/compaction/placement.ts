@@ -23,7 +23,19 @@ export function summaryMessage(body: string): UserMessage {
   return { role: 'user', content: `${SUMMARY_OPEN}\n${SUMMARY_PREAMBLE}\n\n${body.trim()}\n${SUMMARY_CLOSE}` };
 }
 
-/** The instruction that follows a summary when the user's latest request is not kept verbatim. */
+/**
+ * The note after a summary and the latest request it covers: the summary records steps taken on a
+ * request that comes after it in the prompt, so the model is told to go on rather than start over.
+ * Constant text: nothing of the conversation is copied into it.
+ */
+export function continuationNote(): UserMessage {
+  return {
+    role: 'user',
+    content: `${CONTINUATION_OPEN} The message above is the user's current request; the summary before it records the work already done on it. ${CONTINUATION_INSTRUCTION}`,
+  };
+}
+
+/** The instruction that follows a summary when the user's latest request is not kept verbatim (a quote of it). */
 export function continuationMessage(request: GuardMessage | undefined, redact: (text: string) => string = (t) => t): UserMessage {
   // Redacted: the continuation is stored with the summary (in a shared store, say).
   const text = request?.role === 'user' ? redact(userContentText(request.content)) : '';

@@ -267,7 +267,7 @@ describe('split turn', () => {
 });
 
 describe('retention modes', () => {
-  it('summarize-all: the request becomes exactly [system..., summary, continuation]', async () => {
+  it('summarize-all: the request becomes exactly [system..., summary, request, continuation note]', async () => {
     const { summarizer } = recordingSummarizer(() => 'SUMMARY-ALL text');
     const { guard } = setup({ summarizer, retention: 'summarize-all' });
     const systems = [SYSTEM, system('Answer in English.')];
@@ -275,15 +275,17 @@ describe('retention modes', () => {
 
     const r = await guard.beforeModel({ sessionId: 's', messages });
 
-    expect(r.messages).toHaveLength(4);
+    expect(r.messages).toHaveLength(5);
     expect(r.messages.slice(0, 2)).toEqual(systems);
     expect(isSummary(r.messages[2] as GuardMessage)).toBe(true);
     expect(summaryOf(r.messages)).toContain('SUMMARY-ALL text');
-    const continuation = r.messages[3] as GuardMessage;
-    expect(continuation.role).toBe('user');
-    expect(isSummary(continuation)).toBe(false);
-    expect(userText(continuation)).toContain(LATEST);
-    expect(r.compaction).toMatchObject({ strategy: 'summary', messagesBefore: messages.length, messagesAfter: 4 });
+    // The request itself, whole, never quoted or cut by the summary.
+    expect(r.messages[3]).toBe(messages[messages.length - 1]);
+    const note = r.messages[4] as GuardMessage;
+    expect(note.role).toBe('user');
+    expect(isSummary(note)).toBe(false);
+    expect(userText(note)).toMatch(/^\[Continue\]/);
+    expect(r.compaction).toMatchObject({ strategy: 'summary', messagesBefore: messages.length, messagesAfter: 5 });
     expectInvariants(messages, r);
   });
 

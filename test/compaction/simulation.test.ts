@@ -87,15 +87,15 @@ function expectCompacted(report: SimulationReport): void {
 
 /**
  * `summarize-all`: right after a compaction that summarized, the request is exactly
- * [system..., summary, continuation]. (A compaction that pruning alone brought under target, the
- * cheapest step, keeps the messages.)
+ * [system..., summary, request, continuation note]. (A compaction that pruning alone brought under
+ * target, the cheapest step, keeps the messages.)
  */
 function expectSummarizeAllShape(report: SimulationReport): void {
   for (const step of report.compactions) {
     const r = report.records[step]!;
     if (!r.compaction!.steps.some((s) => s === 'summary' || s === 'mechanical')) continue;
     const out = r.result.messages;
-    expect(out.map((m) => m.role), `step ${step}`).toEqual(['system', 'user', 'user']);
+    expect(out.map((m) => m.role), `step ${step}`).toEqual(['system', 'user', 'user', 'user']);
     if (r.compaction!.summary) expect(userText(out[1]!), `step ${step}`).toContain(r.compaction!.summary.slice(0, 40));
   }
 }
