@@ -71,8 +71,9 @@
 //   placeholders, priced the way the guard prices a compacted prompt (after the compaction's
 //   calibration reset), are over the threshold; other overflows are violations. When explained, the
 //   estimate may be over the threshold only if the system messages + tools + the request cut to its
-//   shortest (600 characters) are over 98% of it too (`over-threshold-after-cut`): the guard cuts
-//   the request to the room left;
+//   shortest (600 characters) are over 98% of it too (`over-threshold-after-cut`), or when the
+//   request was sent whole because it fits what is left of the window: the guard keeps the
+//   request whole unless it alone exceeds the window, and then cuts it to the room left;
 // - no `error` event.
 // And the invariants of issue 11 (bench/soak/checks.ts):
 // - `latest-not-whole`: the latest user message reaches the model whole whenever it fits on its
@@ -1575,7 +1576,11 @@ async function runConversation(
         // Then the latest request is cut to the room left: over the threshold only when even the
         // system messages, tools and the shortest cut of it are (see the `overflow` event).
         const shortest = await alone('cut');
-        if (over && shortest <= FITS * r.threshold) {
+        // Sent whole on purpose when it fits what is left of the window (it is the one message the
+        // model must see whole; the overflow event says the buffer was used).
+        const sentWhole = request >= 0 && latestOutcome(sent[request] as GuardMessage, out).whole;
+        const fitsWindow = r.contextWindow !== undefined && irreducible <= r.contextWindow;
+        if (over && shortest <= FITS * r.threshold && !(sentWhole && fitsWindow)) {
           fail(
             'over-threshold-after-cut',
             `estimate ${r.tokens} > threshold ${r.threshold} although system + tools + the request cut to ${MIN_CUT_REQUEST_CHARS} ` +

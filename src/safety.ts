@@ -11,6 +11,40 @@ import { CHARS_PER_TOKEN, measureMessage } from './tokens/heuristic.ts';
 
 const ROLES = new Set(['system', 'user', 'assistant', 'tool']);
 
+/** Deepest nesting searched for a cycle: no provider accepts deeper JSON anyway. */
+const MAX_DEPTH = 64;
+
+/** Whether a value refers to itself (a cycle no provider can serialize). */
+function hasCycle(value: unknown, ancestors: object[]): boolean {
+  if (typeof value !== 'object' || value === null || ArrayBuffer.isView(value) || value instanceof ArrayBuffer || value instanceof URL) return false;
+  if (ancestors.includes(value)) return true;
+  if (ancestors.length >= MAX_DEPTH) return false;
+  ancestors.push(value);
+  try {
+    for (const v of Array.isArray(value) ? value : Object.values(value)) if (hasCycle(v, ancestors)) return true;
+    return false;
+  } finally {
+    ancestors.pop();
+  }
+}
+
+/**
+ * Messages and parts already found free of cycles. The check walks a part once: hosts resend the
+ * same objects call after call (the AI SDK's converted parts included), so later calls only look it up.
+ */
+const acyclic = new WeakSet<object>();
+
+function isAcyclic(entry: object, parts: readonly unknown[]): boolean {
+  if (acyclic.has(entry)) return true;
+  for (const part of parts) {
+    if (typeof part !== 'object' || part === null || acyclic.has(part)) continue;
+    if (hasCycle(part, [])) return false;
+    acyclic.add(part);
+  }
+  acyclic.add(entry);
+  return true;
+}
+
 /** Why an entry cannot be sent, or undefined when it is a message. Cheap: runs on every entry of every call. */
 function problemOf(entry: unknown): string | undefined {
   if (entry === null || typeof entry !== 'object') return entry === null ? 'null' : `a ${typeof entry}, not a message`;
@@ -24,6 +58,11 @@ function problemOf(entry: unknown): string | undefined {
   if (typeof role !== 'string' || !ROLES.has(role)) return `unknown role ${JSON.stringify(String(role)).slice(0, 40)}`;
   if (typeof content === 'string') return role === 'tool' ? 'tool message whose content is not an array of results' : undefined;
   if (!Array.isArray(content)) return 'content is neither a string nor an array of parts';
+  try {
+    if (!isAcyclic(entry, content)) return 'a part refers to itself (a cycle cannot be sent as JSON)';
+  } catch {
+    return 'its parts cannot be read';
+  }
   return undefined;
 }
 

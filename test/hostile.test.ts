@@ -189,16 +189,18 @@ describe('malformed entries: dropped with an event, never the raw prompt', () =>
     expect(ev.of('error')).toHaveLength(0);
   });
 
-  it('a tool input with a cycle', async () => {
+  it('a tool input with a cycle: the message is left out (no provider can serialize it), the rest guarded', async () => {
     const ev = recorder();
     const guard = createContextGuard({ contextWindow: 8_000, onEvent: ev.onEvent });
-    const cyclic: Record<string, unknown> = { path: 'a.ts' };
-    cyclic['self'] = cyclic;
+    const cyclic: Record<string, unknown> = { path: 'a.ts', nested: { list: [] as unknown[] } };
+    ((cyclic['nested'] as { list: unknown[] }).list).push(cyclic);
     const messages = [...history(100).slice(0, -1), ...toolStep('c1', cyclic, 'file body'), user('latest')];
     const r = await guard.beforeModel({ sessionId: 's', messages });
     expect(r.threshold).toBeLessThan(8_000);
     expect(r.tokens).toBeLessThanOrEqual(r.threshold);
     expect(userText(r.messages[r.messages.length - 1] as GuardMessage)).toBe('latest');
+    expect(ev.of('invalid-messages')[0]?.indices).toEqual([messages.length - 3]);
+    expect(() => JSON.stringify(r.messages)).not.toThrow();
     expect(ev.of('error')).toHaveLength(0);
   });
 
@@ -206,8 +208,15 @@ describe('malformed entries: dropped with an event, never the raw prompt', () =>
     const ev = recorder();
     const guard = createContextGuard({ contextWindow: 8_000, onEvent: ev.onEvent });
     const messages = history(100);
-    // A part whose text cannot be read makes measuring throw inside the guard.
-    const hostile = { type: 'text', get text(): string { throw new Error('unreadable'); } };
+    // A part whose text can be read once (by the entry check), then throws: measuring fails inside the guard.
+    let reads = 0;
+    const hostile = {
+      type: 'text',
+      get text(): string {
+        if (reads++ > 0) throw new Error('unreadable');
+        return 'fine once';
+      },
+    };
     messages.splice(20, 0, { role: 'assistant', content: [hostile] } as unknown as GuardMessage);
     const r = await guard.beforeModel({ sessionId: 's', messages });
     expect(ev.of('error')).toHaveLength(1);
