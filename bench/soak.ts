@@ -144,6 +144,7 @@ import {
   misplacedPlaceholders,
   startOf,
   startSurvives,
+  digestStartOf,
   userTextsOf,
 } from './soak/checks.ts';
 import {
@@ -1657,7 +1658,12 @@ async function runConversation(
         if (session.summarizedStarts.some((given) => given.startsWith(mine) || (given.length >= 12 && mine.startsWith(given)))) return;
         bump(c.checks, 'user starts checked in digests');
         const raw = startOf(m, guard.options.redact, DIGEST_START_CHARS, true);
-        if (startSurvives(start, haystack, entryChars) || startSurvives(raw, haystack, entryChars)) return;
+        if (
+          startSurvives(start, haystack, entryChars) ||
+          startSurvives(raw, haystack, entryChars) ||
+          startSurvives(digestStartOf(m, guard.options.redact, entryChars), haystack, entryChars)
+        )
+          return;
         if (lossReported) bump(c.checks, 'user starts lost, digest-loss reported');
         else lost.push(`#${k} "${start.slice(0, 40)}"`);
       });

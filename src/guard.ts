@@ -3,7 +3,7 @@
 // afterModel folds the provider's real count back into the calibration. Neither ever throws into
 // the host agent: failures become events and the call goes on unchanged.
 import { compactionSettings, MIN_CONTEXT_WINDOW, resolveOptions, thresholdFor, type ContextGuardOptions, type ResolvedOptions } from './config.ts';
-import { emptyMemo, renderView, type CompactionMemo, type View } from './compaction/memo.ts';
+import { emptyMemo, renderView, requestEditsDropped, type CompactionMemo, type View } from './compaction/memo.ts';
 import { hasCompactable, requestIndex, runPipeline } from './compaction/pipeline.ts';
 import { lastUnitStart, repairToolPairing } from './compaction/structure.ts';
 import { CircuitBreaker, summarize } from './compaction/summarize.ts';
@@ -315,6 +315,8 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
     measured: MeasuredPrompt;
     extendsAnchor: boolean;
     est: ReturnType<typeof estimate>;
+    /** The memo was changed by this call (not by a compaction) and must be stored. */
+    memoChanged?: boolean;
   }
 
   async function beforeModelLocked(input: BeforeModelInput): Promise<BeforeModelResult> {
@@ -332,8 +334,17 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
 
     /** The prompt this state makes of the host's messages, and its estimate. */
     const prepare = (state: SessionState): Prepared => {
+      const p = prepareWith(state, state.memo);
+      // The latest request cut, or its images left out, to fit is sent whole again as soon as it
+      // fits (the calibration learned the provider counts less than feared): the edits are dropped.
+      const relaxed = p.memo && requestEditsDropped(p.memo, requestIndex(hostMessages, p.memo.own));
+      if (!relaxed) return p;
+      const whole = prepareWith(state, relaxed);
+      return whole.est.tokens <= threshold ? { ...whole, memoChanged: true } : p;
+    };
+    const prepareWith = (state: SessionState, stored: CompactionMemo | undefined): Prepared => {
       // Re-apply what earlier compactions did to this history (the summary, pruned outputs).
-      let memo = state.memo;
+      let memo = stored;
       let summaryApplies = false;
       if (memo?.summary) {
         summaryApplies = extendsPrompt(measureHost(), memo.summary.covers);
@@ -461,7 +472,7 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
     const { chars, mediaTokens, toolChars, prompt } = sent;
     const pending = { chars, mediaTokens, toolChars, prompt, extendsAnchor: extendsSent, estimatedTokens: tokens };
     const memoSeen = p.memo;
-    const staleDropped = state.memo?.summary !== undefined && !p.summaryApplies;
+    const staleDropped = (state.memo?.summary !== undefined && !p.summaryApplies) || p.memoChanged === true;
     await commit(sessionId, state, (current) => {
       const { compactRequest, memo: currentMemo, ...rest } = current;
       // Our compaction's memo wins; otherwise keep what is stored (another process may have

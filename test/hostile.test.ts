@@ -160,6 +160,21 @@ describe('the latest user request stays whole when a large fixed part leaves roo
     expect(compactions).toBeLessThanOrEqual(calls / 2);
   });
 
+  it('a request cut when it alone exceeded the window is sent whole again once the real counts say it fits', async () => {
+    const ev = recorder();
+    const guard = createContextGuard({ contextWindow: 8_000, calibration: { default: 3 }, onEvent: ev.onEvent });
+    const request = text('LONG-REQUEST', 12_000); // 3k heuristic tokens: 9k at the default 3, 3k at the real 1
+    const messages = [system('s'), user('earlier'), assistant('ok'), user(request)];
+    const first = await guard.beforeModel({ sessionId: 's', messages });
+    expect(ev.of('overflow')).toHaveLength(1);
+    expect(first.messages.some((m) => userText(m) === request)).toBe(false);
+    // The provider counts one token per four characters: the cut prompt cost far less than feared.
+    await guard.afterModel({ sessionId: 's', usage: { inputTokens: Math.ceil(first.tokens / 3) } });
+    const second = await guard.beforeModel({ sessionId: 's', messages });
+    expect(second.messages.some((m) => userText(m) === request)).toBe(true);
+    expect(second.tokens).toBeLessThanOrEqual(second.threshold);
+  });
+
   it('an irreducible part over the threshold: one overflow event, then no compaction until something new can be compacted', async () => {
     const ev = recorder();
     const guard = createContextGuard({ contextWindow: 8_000, onEvent: ev.onEvent });

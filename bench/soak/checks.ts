@@ -99,6 +99,16 @@ export function startOf(m: GuardMessage, redact: (text: string) => string, chars
   return head(collapse(raw ? clipped : redact(clipped)), chars);
 }
 
+/**
+ * The start as the digest spells it: the guard cuts each entry first and redacts the whole digest
+ * after, so a mask shorter than a secret in the first characters leaves the line shorter than a
+ * redact-then-cut start.
+ */
+export function digestStartOf(m: GuardMessage, redact: (text: string) => string, entryChars: number | undefined): string {
+  const first = userTextParts(m)[0] ?? '';
+  return head(collapse(redact(head(collapse(first), entryChars ?? DIGEST_START_CHARS))), DIGEST_START_CHARS);
+}
+
 /** Length of the longest prefix of `needle` found in `haystack` (inclusion is monotonic in the prefix). */
 export function longestIncludedPrefix(haystack: string, needle: string): number {
   let lo = 0;

@@ -47,10 +47,33 @@ export interface CompactionMemo {
   compactions: number;
   /** The last compaction could not bring the prompt under the threshold (the `overflow` event). */
   overflowed?: boolean;
+  /**
+   * The latest request cut to fit, when it alone exceeded the window: host index and characters
+   * kept. Apart from `clips` because it is checked again on every call: once the calibration says
+   * the request fits whole after all, the cut is dropped.
+   */
+  requestClip?: { index: number; chars: number };
 }
 
 export function emptyMemo(): CompactionMemo {
   return { tools: {}, clips: {}, compactions: 0 };
+}
+
+/** The memo without its edits of host message `request` (its cut, its media placeholders); undefined when it has none. */
+export function requestEditsDropped(memo: CompactionMemo, request: number): CompactionMemo | undefined {
+  if (request < 0) return undefined;
+  const prefix = `${request}:`;
+  const mediaKeys = memo.media ? Object.keys(memo.media).filter((k) => k.startsWith(prefix)) : [];
+  const cut = memo.requestClip?.index === request;
+  if (!cut && mediaKeys.length === 0) return undefined;
+  const { requestClip, media, ...rest } = memo;
+  const next: CompactionMemo = { ...rest };
+  if (requestClip && !cut) next.requestClip = requestClip;
+  if (media) {
+    const kept = Object.fromEntries(Object.entries(media).filter(([k]) => !k.startsWith(prefix)));
+    if (Object.keys(kept).length > 0) next.media = kept;
+  }
+  return next;
 }
 
 /** Characters of the marker `clipMiddle` inserts, with its line breaks. */
@@ -121,6 +144,7 @@ export function renderView(
   const edits = memo && Object.keys(memo.tools).length > 0 ? memo.tools : undefined;
   const clips = memo && Object.keys(memo.clips).length > 0 ? memo.clips : undefined;
   const media = memo?.media && Object.keys(memo.media).length > 0 ? memo.media : undefined;
+  const requestClip = memo?.requestClip;
   // System messages are never edited: they stay exactly as the host wrote them.
   const edit = (m: GuardMessage, i: number): GuardMessage => {
     if (typeof m !== 'object' || m === null || m.role === 'system') return m;
@@ -130,6 +154,7 @@ export function renderView(
       const clip = clips[String(hashOf(i))];
       if (clip !== undefined) m = clipMessage(m, clip);
     }
+    if (requestClip?.index === i) m = clipMessage(m, requestClip.chars);
     if (media) m = replaceMedia(m, (j) => Object.hasOwn(media, mediaKey(i, j)));
     return m;
   };
@@ -155,7 +180,7 @@ export function renderView(
     from = summary.covers.messages;
   }
   const headLength = messages.length;
-  if (edits || clips || media) {
+  if (edits || clips || media || requestClip) {
     for (let i = from; i < input.length; i++) messages.push(edit(input[i] as GuardMessage, i));
   } else if (headLength === 0) {
     // The common case, on every call: the host's messages as they are (one native copy).

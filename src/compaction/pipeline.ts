@@ -142,6 +142,8 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
     ...(p.summaryApplies && p.memo.summary ? { summary: p.memo.summary } : {}),
   };
   if (!p.summaryApplies) delete memo.summary;
+  // A cut of the request is decided again by this compaction (see fitRequest).
+  delete memo.requestClip;
   const manual = p.reason === 'manual';
   const steps: CompactionStep[] = [];
   let started = false;
@@ -272,6 +274,11 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
    */
   function lastResort(): PipelineOutput {
     smallestPrompt(p, memo, cur, request);
+    // What now stands for the older messages, though not sent: the digest the next summary builds on.
+    if (memo.summary?.text) {
+      stats.summary = memo.summary.text;
+      stats.summaryTokens = Math.ceil(memo.summary.text.length * p.tokensPerChar);
+    }
     step('hard-fit');
     cur = render();
     if (cur.tokens > p.threshold) replaceMediaUntil(p.threshold, (o) => o === request);
@@ -290,16 +297,15 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
     const viewIndex = cur.view.origin.indexOf(request);
     const message = cur.view.messages[viewIndex];
     if (request < 0 || viewIndex < 0 || !message) return false;
-    const key = String(p.hashOf(request));
     let chars = textLength(p.input[request] as GuardMessage);
     for (let round = 0; round < 6 && cur.tokens > p.threshold && chars > MIN_KEPT_CHARS; round++) {
       const requestTokens = messageTokens(cur.view.origin.indexOf(request));
       const keepShare = requestTokens > 0 ? Math.max(0, (requestTokens - (cur.tokens - p.threshold)) / requestTokens) : 0;
       chars = Math.max(MIN_KEPT_CHARS, Math.floor(chars * keepShare * 0.95) - 100);
-      memo.clips[key] = chars;
+      memo.requestClip = { index: request, chars };
       cur = render();
     }
-    return Object.hasOwn(memo.clips, key);
+    return memo.requestClip?.index === request;
   }
 
   function hardFitToolOutputs(): void {
