@@ -317,6 +317,8 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
     est: ReturnType<typeof estimate>;
     /** The memo was changed by this call (not by a compaction) and must be stored. */
     memoChanged?: boolean;
+    /** The latest request is sent cut or without its media although, with only the fixed part, it would fit whole. */
+    requestEdited?: boolean;
   }
 
   async function beforeModelLocked(input: BeforeModelInput): Promise<BeforeModelResult> {
@@ -336,11 +338,29 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
     const prepare = (state: SessionState): Prepared => {
       const p = prepareWith(state, state.memo);
       // The latest request cut, or its images left out, to fit is sent whole again as soon as it
-      // fits (the calibration learned the provider counts less than feared): the edits are dropped.
-      const relaxed = p.memo && requestEditsDropped(p.memo, requestIndex(hostMessages, p.memo.own));
-      if (!relaxed) return p;
-      const whole = prepareWith(state, relaxed);
-      return whole.est.tokens <= threshold ? { ...whole, memoChanged: true } : p;
+      // fits (the calibration learned the provider counts less than feared): the edits are dropped,
+      // all of them or the cut alone. Priced as what they add to the prompt estimated now (which
+      // may extend the last real count; the prompt without them would be priced whole, with any
+      // invisible part counted twice).
+      const request = p.memo ? requestIndex(hostMessages, p.memo.own) : -1;
+      if (!p.memo || request < 0) return p;
+      for (const keepMedia of [false, true]) {
+        const relaxed = requestEditsDropped(p.memo, request, keepMedia);
+        if (!relaxed) continue;
+        const whole = prepareWith(state, relaxed);
+        const added =
+          ((whole.measured.chars - p.measured.chars) / CHARS_PER_TOKEN) * p.est.correction + (whole.measured.mediaTokens - p.measured.mediaTokens);
+        const tokens = Math.ceil(p.est.tokens + added);
+        if (tokens <= threshold) return { ...whole, est: { ...whole.est, tokens: Math.min(whole.est.tokens, tokens) }, memoChanged: true };
+      }
+      // Still edited although the request alone would fit: a compaction can make room for it
+      // (the steps before the last resort never touch the request).
+      return requestEditsDropped(p.memo, request) && requestFitsAlone(state, request) ? { ...p, requestEdited: true } : p;
+    };
+    /** Whether the system messages, tools and the latest request, whole, fit under the threshold. */
+    const requestFitsAlone = (state: SessionState, request: number): boolean => {
+      const alone = measurer.measure(`${sessionId}\u0000alone`, hostMessages.filter((m, i) => m.role === 'system' || i === request), tools, provider, text);
+      return priceAfterReset(state.calibration, resolved.calibration)(alone.chars, alone.mediaTokens) <= threshold;
     };
     const prepareWith = (state: SessionState, stored: CompactionMemo | undefined): Prepared => {
       // Re-apply what earlier compactions did to this history (the summary, pruned outputs).
@@ -383,9 +403,16 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
     };
     // Over the threshold, a compaction runs, unless the last one already sent the smallest prompt
     // (an overflow, reported once) and nothing was added since that another could remove.
-    const stuck = (p: Prepared) => p.memo?.overflowed === true && !hasCompactable(p.view, requestIndex(hostMessages, p.memo.own));
+    // Never past the window itself: a real count may since have shown the prompt costs more.
+    // Never past the window itself (a real count may since have shown the prompt costs more), and
+    // never over the threshold with a request that was cut anyway: cut it to fit.
+    const stuck = (p: Prepared) => {
+      if (p.memo?.overflowed !== true || p.est.tokens > (contextWindow ?? 0)) return false;
+      const request = requestIndex(hostMessages, p.memo.own);
+      return p.memo.requestClip?.index !== request && !hasCompactable(p.view, request);
+    };
     const needsCompaction = (state: SessionState, p: Prepared) =>
-      contextWindow !== undefined && (state.compactRequest !== undefined || (p.est.tokens > threshold && !stuck(p)));
+      contextWindow !== undefined && (state.compactRequest !== undefined || p.requestEdited === true || (p.est.tokens > threshold && !stuck(p)));
 
     let state = await load(sessionId);
     let p = prepare(state);

@@ -5,6 +5,9 @@
 // length of their base64. On the way back, every message or part the guard left alone is restored
 // to the very object the SDK sent (an origins map, per call), so untouched history stays
 // byte-identical for provider prompt caches; what the guard wrote or edited is converted by shape.
+// An edited part keeps none of the provider options that point at the original it was made from
+// (stored item ids, signatures, encrypted originals): a provider that finds one sends or checks the
+// original instead, and the edit would be undone on the wire (see "Provider references" below).
 // The V3 (ai 6) types come from @ai-sdk/provider 4 too, which still ships them, so the published
 // declarations name only the peer dependency.
 import type {
@@ -14,7 +17,8 @@ import type {
   LanguageModelV4ProviderTool,
   SharedV4FileData,
 } from '@ai-sdk/provider';
-import type { DataContent, GuardMessage, ToolDefinition } from '../../src/messages.ts';
+import { oneLine, safeJson, toolOutputText } from '../../src/compaction/text.ts';
+import type { DataContent, GuardMessage, ToolDefinition, ToolResultOutput } from '../../src/messages.ts';
 
 /** The guard's view of one SDK prompt, and what `fromGuardMessages` needs to map it back. */
 export interface GuardPrompt {
@@ -125,7 +129,10 @@ function toGuardPart(part: Part, dialect: Dialect): Part {
   return value === output['value'] ? part : { ...part, output: { ...output, value } };
 }
 
-function fromGuard(messages: readonly GuardMessage[], { origins }: GuardPrompt, dialect: Dialect): Message[] {
+function fromGuard(messages: readonly GuardMessage[], converted: GuardPrompt, dialect: Dialect): Message[] {
+  const { origins } = converted;
+  // Built on the first message the guard rewrote: most calls rewrite none.
+  let inputs: InputParts | undefined;
   return messages.map((message) => {
     if (!message || typeof message !== 'object') return message;
     const original = origins.get(message) as Message | undefined;
@@ -136,10 +143,35 @@ function fromGuard(messages: readonly GuardMessage[], { origins }: GuardPrompt, 
       return typeof m.content === 'string' ? m : { ...m, content: textOf(m.content) };
     }
     // V4 and V3 user and assistant content is always an array of parts (summaries are strings).
-    const parts = typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : Array.isArray(m.content) ? (m.content as Part[]) : [];
-    const content = mapSame(parts, (part) => (origins.get(part) as Part | undefined) ?? fromGuardPart(part, dialect));
-    return content === m.content ? m : { ...m, content };
+    if (!Array.isArray(m.content)) return { ...m, content: typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : [] };
+    inputs ??= indexInputs(converted);
+    return rebuiltMessage(m, m.content as Part[], inputs, dialect);
   });
+}
+
+/**
+ * A message the guard rewrote: the SDK's own object for each part it left alone (or copied
+ * unchanged), the part by shape, without its references to the original, for each part it edited
+ * or wrote.
+ */
+function rebuiltMessage(m: Message, parts: Part[], inputs: InputParts, dialect: Dialect): Message {
+  const edited = new Set<Part>();
+  const taken = new Set<Part>();
+  let content = mapSame(parts, (part) => {
+    if (!part || typeof part !== 'object') return part;
+    const sdk = inputs.sdkPartOf(part, m.role, taken);
+    if (sdk) return sdk;
+    const out = fromGuardPart(withObjectInput(withoutReferences(part, isReference), inputs), dialect);
+    edited.add(out);
+    return out;
+  });
+  if (edited.size === 0) return content === m.content ? m : { ...m, content };
+  if (m.role === 'assistant') content = unbindResponse(content, edited);
+  const providerOptions = withoutOptions(m.providerOptions, isReference);
+  const copy: Message = { ...m, content };
+  if (providerOptions === undefined) delete copy.providerOptions;
+  else copy.providerOptions = providerOptions;
+  return copy;
 }
 
 function fromGuardPart(part: Part, dialect: Dialect): Part {
@@ -164,6 +196,180 @@ function fromGuardPart(part: Part, dialect: Dialect): Part {
 function textOf(content: unknown): string {
   if (!Array.isArray(content)) return String(content ?? '');
   return content.map((p: Part) => (typeof p?.['text'] === 'string' ? p['text'] : '')).join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Provider references to a stored or signed original
+// ---------------------------------------------------------------------------------------------
+
+// Provider options that point at the original a part was made from. A provider that finds one on
+// an edited part sends or checks the original instead of the edit: OpenAI Responses (and Azure, or
+// any provider name the OpenAI package runs under) sends a part with an `itemId` as an
+// `item_reference` to the stored item when `store` is on, and replays `reasoningEncryptedContent` /
+// `encryptedContent` (the original reasoning or compaction, encrypted); Anthropic and Bedrock sign a
+// thinking block's text (`signature`; `redactedData` is the encrypted original) and point
+// `citations` into the original text; Google signs the part a `thoughtSignature` is on. Anthropic
+// marks its own compaction block with `type: 'compaction'` (and signs it): once cut, it is ordinary
+// text. Everything else (cache control, image detail, phase) describes the part, not an original,
+// and is kept.
+const REFERENCE_KEYS = new Set([
+  'itemId',
+  'reasoningEncryptedContent',
+  'encryptedContent',
+  'signature',
+  'redactedData',
+  'citations',
+  'thoughtSignature',
+]);
+
+type KeyFilter = (key: string, value: unknown) => boolean;
+
+const isReference: KeyFilter = (key, value) => REFERENCE_KEYS.has(key) || (key === 'type' && value === 'compaction');
+
+// OpenAI binds the output items of one response together: a stored message or function call must
+// come with the reasoning item before it, and a reasoning item with the item after it ("Item
+// 'msg_…' of type 'message' was provided without its required 'reasoning' item"). Once one part of
+// an assistant message is sent by content, its other reasoning, text and tool-call parts are too.
+// (A compaction item, a custom part, stands on its own and keeps its reference.)
+const isItemReference: KeyFilter = (key) => key === 'itemId' || key === 'reasoningEncryptedContent';
+const RESPONSE_ITEMS = new Set(['reasoning', 'text', 'tool-call']);
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Provider options without the keys `drop` names; the same object when there are none; undefined when nothing is left. */
+function withoutOptions(options: unknown, drop: KeyFilter): unknown {
+  if (!isRecord(options)) return options;
+  let out: Record<string, unknown> | undefined;
+  for (const [provider, value] of Object.entries(options)) {
+    if (!isRecord(value) || !Object.entries(value).some(([k, v]) => drop(k, v))) continue;
+    const kept = Object.entries(value).filter(([k, v]) => !drop(k, v));
+    out ??= { ...options };
+    if (kept.length > 0) out[provider] = Object.fromEntries(kept);
+    else delete out[provider];
+  }
+  if (!out) return options;
+  return Object.keys(out).length > 0 ? out : undefined;
+}
+
+/** A part without the references `drop` names, in its providerOptions and (as some hosts pass them) providerMetadata. */
+function withoutReferences(part: Part, drop: KeyFilter): Part {
+  let out: Part | undefined;
+  for (const field of ['providerOptions', 'providerMetadata']) {
+    if (!(field in part)) continue;
+    const options = withoutOptions(part[field], drop);
+    if (options === part[field]) continue;
+    out ??= { ...part };
+    if (options === undefined) delete out[field];
+    else out[field] = options;
+  }
+  return out ?? part;
+}
+
+/**
+ * An assistant message the guard edited, as one provider response no longer is: the other parts
+ * lose their OpenAI items, and a provider-executed tool call whose call or result was edited
+ * becomes text with its result (the provider would send the stored call and result, or reject a
+ * result it cannot read).
+ */
+function unbindResponse(content: readonly Part[], edited: ReadonlySet<Part>): Part[] {
+  const unpaired = new Set<unknown>();
+  for (const part of edited) {
+    if (part.type === 'tool-result' || (part.type === 'tool-call' && part['providerExecuted'] === true)) unpaired.add(part['toolCallId']);
+  }
+  return content.map((part) => {
+    if (!part || typeof part !== 'object') return part;
+    if ((part.type === 'tool-call' || part.type === 'tool-result') && unpaired.has(part['toolCallId'])) return providerToolText(part);
+    return edited.has(part) || !RESPONSE_ITEMS.has(part.type as string) ? part : withoutReferences(part, isItemReference);
+  });
+}
+
+/**
+ * A tool call whose input the guard cut to a string (a clipped JSON text) while the original input
+ * was an object, with that string as an object again: providers take a function call's arguments
+ * only as an object (Google rejects anything else; Anthropic wraps it in `rawInvalidInput`).
+ */
+function withObjectInput(part: Part, inputs: InputParts): Part {
+  if (part.type !== 'tool-call' || isRecord(part['input'])) return part;
+  const original = inputs.originalOf(part);
+  return original && isRecord(original['input']) ? { ...part, input: { input: part['input'] } } : part;
+}
+
+/** A provider-executed tool call or result as the text the model reads. */
+function providerToolText(part: Part): Part {
+  const name = oneLine(part['toolName'], 100);
+  const id = oneLine(part['toolCallId'], 100);
+  if (part.type === 'tool-call') {
+    return { type: 'text', text: `[Provider tool ${name} (${id}) was called with input ${oneLine(safeJson(part['input']), 2_000)}]` };
+  }
+  const { text, isError } = toolOutputText(part['output'] as ToolResultOutput | undefined);
+  return { type: 'text', text: `[${isError ? 'Error' : 'Result'} of provider tool ${name} (${id}):]\n${text}` };
+}
+
+/** The parts of the guard's input, to tell the parts it left alone (or copied unchanged) from the ones it edited. */
+interface InputParts {
+  /**
+   * The SDK part a part of a `role` message stands for when the guard did not change it; undefined
+   * when it edited or wrote it. `taken` holds the input parts already matched in the same message:
+   * two SDK parts can look the same to the guard (a file and a reasoning file with the same data).
+   */
+  sdkPartOf(part: Part, role: string, taken: Set<Part>): Part | undefined;
+  /** An input part of the same type and key (tool call id, text, data) as `part`, which the guard may have edited it from. */
+  originalOf(part: Part): Part | undefined;
+}
+
+/** What tells a part from most others cheaply: its text, tool call id or data, else its type. */
+function keyOf(part: Part): unknown {
+  switch (part.type) {
+    case 'text':
+    case 'reasoning':
+      return part['text'];
+    case 'tool-call':
+    case 'tool-result':
+      return part['toolCallId'];
+    case 'image':
+      return part['image'];
+    case 'file':
+      return part['data'];
+    default:
+      return part.type;
+  }
+}
+
+/** Same own fields, with the same values (a shallow copy the guard made and did not change). */
+function shallowEqual(a: Part, b: Part): boolean {
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((k) => Object.hasOwn(b, k) && a[k] === b[k]);
+}
+
+function indexInputs({ messages, origins }: GuardPrompt): InputParts {
+  const inputs = new Set<object>();
+  const byKey = new Map<unknown, Array<{ part: Part; role: unknown }>>();
+  for (const message of messages) {
+    const content = (message as { content?: unknown } | null)?.content;
+    if (!Array.isArray(content)) continue;
+    for (const part of content as Part[]) {
+      if (!part || typeof part !== 'object') continue;
+      inputs.add(part);
+      const key = keyOf(part);
+      const entry = { part, role: message.role };
+      const same = byKey.get(key);
+      if (same) same.push(entry);
+      else byKey.set(key, [entry]);
+    }
+  }
+  const sdkOf = (part: Part) => (origins.get(part) as Part | undefined) ?? part;
+  return {
+    sdkPartOf(part, role, taken) {
+      if (inputs.has(part)) return sdkOf(part);
+      const input = byKey.get(keyOf(part))?.find((c) => c.role === role && !taken.has(c.part) && shallowEqual(c.part, part))?.part;
+      if (!input) return undefined;
+      taken.add(input);
+      return sdkOf(input);
+    },
+    originalOf(part) {
+      return byKey.get(keyOf(part))?.find((c) => c.part.type === part.type)?.part;
+    },
+  };
 }
 
 // ---------------------------------------------------------------------------------------------

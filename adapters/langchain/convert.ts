@@ -4,9 +4,12 @@
 // call, so each one is converted once (cached per object) and the guard's per-message measures hit
 // their cache; on the way back, every guard message the guard left alone is the very BaseMessage it
 // came from (a module-wide guard → original map), so untouched history reaches the provider as the
-// objects the host built. What the guard wrote is converted by shape; what it edited (a pruned tool
-// output, a tool call turned into a note, a clipped message) keeps the original's id, name,
-// additional_kwargs, response_metadata and tool-call ids. The guard edits a message by spreading it
+// objects the host built; so does a copy the guard made without changing anything. What the guard
+// wrote is converted by shape; what it edited (a pruned tool output, a tool call turned into a note,
+// a clipped message) keeps the original's id, name, additional_kwargs, response_metadata and
+// tool-call ids, except what points at the stored or signed original (OpenAI's stored output items
+// and item ids, citations, signatures): a provider package that finds one re-sends or checks the
+// original, and the edit would be undone on the wire. The guard edits a message by spreading it
 // (`{ ...message, content }`), which copies an enumerable symbol-keyed field: that field (SOURCE)
 // names the BaseMessage an edited copy descends from. Symbol keys are invisible to the estimator,
 // to the content hashes and to JSON, so they change nothing the guard measures or stores.
@@ -372,15 +375,71 @@ function sourceOf(message: GuardMessage): BaseMessage | undefined {
   return (message as unknown as Record<symbol, BaseMessage | undefined>)[SOURCE];
 }
 
-/** The fields an edited message keeps from the message it was edited from. */
+// ---------------------------------------------------------------------------------------------
+// What an edit keeps of the original
+// ---------------------------------------------------------------------------------------------
+
+// What @langchain/openai's Responses converter sends in place of an assistant message's content:
+// `response_metadata.output` (the stored output items, re-sent verbatim), `additional_kwargs.reasoning`
+// (the reasoning item: its id and encrypted original) and the function calls' item ids, which
+// OpenAI binds to that reasoning item. An edited message is sent by its content instead.
+const STORED_METADATA = new Set(['output']);
+const STORED_KWARGS = new Set(['reasoning', '__openai_function_call_ids__']);
+
+/** OpenAI Responses item ids (`msg_…`, `fc_…`, `rs_…`), which @langchain/openai sends as the id of an assistant or tool message's item. */
+const STORED_ITEM_ID = /^(msg|fc|rs)_/;
+
+// Fields of a content block that point at the original text: Anthropic's citations (signed
+// indexes into search results), OpenAI's annotations (offsets into the original) and item ids,
+// signatures over the original.
+const BLOCK_REFERENCES = new Set(['id', 'citations', 'annotations', 'signature', 'thoughtSignature', 'thought_signature', 'encrypted_content']);
+
+/** `record` without the keys in `keys`; the same object when it has none. */
+function without(record: Record<string, unknown>, keys: ReadonlySet<string>): Record<string, unknown> {
+  if (!Object.keys(record).some((k) => keys.has(k))) return record;
+  return Object.fromEntries(Object.entries(record).filter(([k]) => !keys.has(k)));
+}
+
+/** The fields an edited message keeps from the message it was edited from: not those that point at the stored original. */
 function kept(source: BaseMessage | undefined): Record<string, unknown> {
   if (!source) return {};
   return {
-    ...optional('id', source.id),
+    ...optional('id', typeof source.id === 'string' && STORED_ITEM_ID.test(source.id) ? undefined : source.id),
     ...optional('name', source.name),
-    additional_kwargs: source.additional_kwargs ?? {},
-    response_metadata: source.response_metadata ?? {},
+    additional_kwargs: without(source.additional_kwargs ?? {}, STORED_KWARGS),
+    response_metadata: without(source.response_metadata ?? {}, STORED_METADATA),
   };
+}
+
+/** Same own fields, with the same values (a shallow copy the guard made and did not change). */
+function shallowEqual(a: Part, b: Part): boolean {
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((k) => Object.hasOwn(b, k) && a[k] === b[k]);
+}
+
+/** The parts of an edited message, told apart: those the guard left alone, and the rest. */
+interface RestoredParts {
+  /** Every part the guard copied without changing it replaced by the part it copied, so that it maps back to its original. */
+  parts: Part[];
+  /** The parts of the source's own conversion among them: their blocks go back as they were, references and all. */
+  originals: ReadonlySet<Part>;
+  /** Whether the message is still the source's conversion, part for part. */
+  unchanged: boolean;
+}
+
+function restoreUnchanged(parts: readonly Part[], source: BaseMessage | undefined): RestoredParts {
+  const input = source ? conversions.get(source)?.guard.content : undefined;
+  if (!Array.isArray(input)) return { parts: parts.slice(), originals: new Set(), unchanged: false };
+  const inputs = input as unknown as Part[];
+  const originals = new Set<Part>();
+  const restored = parts.map((part) => {
+    if (!isObject(part)) return part;
+    const same = inputs.includes(part) ? part : inputs.find((p) => isObject(p) && !originals.has(p) && shallowEqual(p, part));
+    if (!same) return part;
+    originals.add(same);
+    return same;
+  });
+  return { parts: restored, originals, unchanged: restored.length === inputs.length && restored.every((p, i) => p === inputs[i]) };
 }
 
 /** A data reference as LangChain's standard v1 data fields. */
@@ -396,14 +455,18 @@ function dataFields(data: DataContent, mediaType: string | undefined): Record<st
   return { data, ...mimeType };
 }
 
-/** The LangChain block for a guard part: its original block, else a standard block by shape. */
-function blockOf(part: Part): unknown {
+/**
+ * The LangChain block for a guard part: its original block, else a standard block by shape.
+ * `originals` are the parts that are the host's own blocks (text blocks are read as they are).
+ */
+function blockOf(part: Part, originals: ReadonlySet<Part> = new Set()): unknown {
   if (!isObject(part)) return part;
   const origin = origins.get(part);
   if (origin) return origin;
   switch (part.type) {
     case 'text':
-      return part;
+      // An edited copy of a block: what pointed into the original text goes.
+      return originals.has(part) ? part : without(part, BLOCK_REFERENCES);
     case 'reasoning':
       return { type: 'reasoning', reasoning: String(part['text'] ?? '') };
     case 'image':
@@ -436,22 +499,24 @@ function toolCallOf(part: Part): ToolCall {
   return { type: 'tool_call', id: String(part['toolCallId'] ?? ''), name: String(part['toolName'] ?? ''), args };
 }
 
-function buildAssistant(message: GuardMessage, source: BaseMessage | undefined): BaseMessage {
-  const parts: Part[] = typeof message.content === 'string' ? [] : (message.content as unknown as Part[]);
+function buildAssistant(message: GuardMessage, restored: Omit<RestoredParts, 'unchanged'>, source: BaseMessage | undefined): BaseMessage {
+  const { parts, originals } = restored;
   const calls = parts.filter((p) => isObject(p) && p.type === 'tool-call' && !contentCalls.has(p));
-  const keptIds = new Set(calls.map((p) => String(p['toolCallId'])));
+  // Calls sent as they were: their content blocks and raw entries still say what the call was.
+  const keptIds = new Set(calls.filter((p) => origins.has(p)).map((p) => String(p['toolCallId'])));
   let content: string | unknown[];
   if (typeof message.content === 'string') content = message.content;
   else {
-    const blocks = parts.filter((p) => !calls.includes(p)).map(blockOf);
-    // Content blocks repeating a kept call (Anthropic `tool_use`) go back with it; a removed call's go.
+    const blocks = parts.filter((p) => !calls.includes(p)).map((p) => blockOf(p, originals));
+    // Content blocks repeating a kept call (Anthropic `tool_use`) go back with it; a removed or edited
+    // call's go (the provider package writes an edited call from `tool_calls`, not from the original block).
     const repeated = Array.isArray(source?.content)
       ? (source.content as unknown[]).filter((b) => isObject(b) && TOOL_CALL_BLOCKS.has(String(b['type'])) && keptIds.has(String(blockCallId(b))) && !blocks.includes(b))
       : [];
     content = contentOf([...blocks, ...repeated], typeof source?.content === 'string' || source === undefined);
   }
   const fields = kept(source);
-  // Raw OpenAI tool calls in additional_kwargs are sent when `tool_calls` is empty: keep only the kept ones.
+  // Raw OpenAI tool calls in additional_kwargs are sent when `tool_calls` is empty: keep only the unchanged ones.
   const raw = (fields['additional_kwargs'] as { tool_calls?: unknown } | undefined)?.tool_calls;
   if (Array.isArray(raw)) {
     const { tool_calls: _raw, ...rest } = fields['additional_kwargs'] as Record<string, unknown>;
@@ -486,8 +551,7 @@ function outputContent(output: ToolResultOutput | undefined): string | unknown[]
   }
 }
 
-function buildTools(message: GuardMessage, source: BaseMessage | undefined): BaseMessage[] {
-  const parts = Array.isArray(message.content) ? (message.content as ToolResultPart[]) : [];
+function buildTools(parts: ToolResultPart[], source: BaseMessage | undefined): BaseMessage[] {
   const s = source as ToolMessage | undefined;
   return parts.map((part, i) => {
     const error = part.output?.type === 'error-text' || part.output?.type === 'error-json';
@@ -509,25 +573,35 @@ function build(message: GuardMessage): BaseMessage[] {
   const source = sourceOf(message);
   // Fields are kept only from a message of the same role (an orphan result that became user text is new).
   const same = source && roleOf(source) === message.role ? source : undefined;
+  if (message.role === 'system') {
+    return [new SystemMessage({ ...kept(same), content: typeof message.content === 'string' ? message.content : plainText(message.content) })];
+  }
+  if (typeof message.content === 'string') {
+    if (same && conversions.get(same)?.guard.content === message.content) return [same];
+    if (message.role === 'assistant') return [buildAssistant(message, { parts: [], originals: new Set() }, same)];
+    return [new HumanMessage({ ...kept(same), content: message.content })];
+  }
+  const restored = restoreUnchanged(message.content as unknown as Part[], same);
+  // A copy the guard made without changing anything (a clip that cut nothing) is the original.
+  if (same && restored.unchanged) return [same];
   switch (message.role) {
-    case 'system':
-      return [new SystemMessage({ ...kept(same), content: typeof message.content === 'string' ? message.content : plainText(message.content) })];
     case 'assistant':
-      return [buildAssistant(message, same)];
+      return [buildAssistant(message, restored, same)];
     case 'tool':
-      return buildTools(message, same);
+      return buildTools(restored.parts as unknown as ToolResultPart[], same);
     default: {
-      const content = typeof message.content === 'string' ? message.content : contentOf((message.content as unknown as Part[]).map(blockOf), false);
-      return [new HumanMessage({ ...kept(same), content: content as HumanMessage['content'] })];
+      const blocks = restored.parts.map((p) => blockOf(p, restored.originals));
+      return [new HumanMessage({ ...kept(same), content: contentOf(blocks, false) as HumanMessage['content'] })];
     }
   }
 }
 
 /**
  * The BaseMessages for the guard's messages: the original object for every message the guard left
- * alone; for what it wrote or edited, new messages that keep the original's id, name,
- * additional_kwargs, response_metadata and tool-call ids. A message built here is remembered, so the
- * same guard message maps to the same BaseMessage on later calls (a stored summary stays one object).
+ * alone (or copied without a change); for what it wrote or edited, new messages that keep the
+ * original's id, name, additional_kwargs, response_metadata and tool-call ids, but nothing that points
+ * at the stored or signed original. A message built here is remembered, so the same guard message
+ * maps to the same BaseMessage on later calls (a stored summary stays one object).
  */
 export function fromGuardMessages(messages: readonly GuardMessage[]): BaseMessage[] {
   const out: BaseMessage[] = [];
@@ -542,6 +616,11 @@ export function fromGuardMessages(messages: readonly GuardMessage[]): BaseMessag
     if (built.length === 1) {
       const base = built[0] as BaseMessage;
       origins.set(message, base);
+      // An unchanged copy maps to its original, whose own conversion stays the one it has.
+      if (base === sourceOf(message)) {
+        out.push(base);
+        continue;
+      }
       const toolName = message.role === 'tool' ? (message.content[0] as ToolResultPart | undefined)?.toolName : undefined;
       conversions.set(base, { guard: message, content: base.content, toolCalls: (base as { tool_calls?: unknown }).tool_calls, toolName: str(base.name) ?? toolName });
     }

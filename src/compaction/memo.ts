@@ -59,18 +59,21 @@ export function emptyMemo(): CompactionMemo {
   return { tools: {}, clips: {}, compactions: 0 };
 }
 
-/** The memo without its edits of host message `request` (its cut, its media placeholders); undefined when it has none. */
-export function requestEditsDropped(memo: CompactionMemo, request: number): CompactionMemo | undefined {
+/**
+ * The memo without its edits of host message `request`: its cut and, unless `keepMedia`, its media
+ * placeholders. Undefined when there were none to drop.
+ */
+export function requestEditsDropped(memo: CompactionMemo, request: number, keepMedia = false): CompactionMemo | undefined {
   if (request < 0) return undefined;
   const prefix = `${request}:`;
-  const mediaKeys = memo.media ? Object.keys(memo.media).filter((k) => k.startsWith(prefix)) : [];
+  const mediaKeys = memo.media && !keepMedia ? Object.keys(memo.media).filter((k) => k.startsWith(prefix)) : [];
   const cut = memo.requestClip?.index === request;
   if (!cut && mediaKeys.length === 0) return undefined;
   const { requestClip, media, ...rest } = memo;
   const next: CompactionMemo = { ...rest };
   if (requestClip && !cut) next.requestClip = requestClip;
   if (media) {
-    const kept = Object.fromEntries(Object.entries(media).filter(([k]) => !k.startsWith(prefix)));
+    const kept = Object.fromEntries(Object.entries(media).filter(([k]) => !mediaKeys.includes(k)));
     if (Object.keys(kept).length > 0) next.media = kept;
   }
   return next;

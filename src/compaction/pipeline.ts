@@ -15,7 +15,7 @@ import type { PromptFingerprint } from '../state/session.ts';
 import type { Entry } from '../tokens/prompt-measure.ts';
 import { extractFileOps, parseFileOpsFooter, renderFileOpsFooter, stripFileOpsFooter } from './file-ops.ts';
 import { mediaKey } from './media-placeholder.ts';
-import { renderView, replaceMedia, type CompactionMemo, type View } from './memo.ts';
+import { renderView, replaceMedia, requestEditsDropped, type CompactionMemo, type View } from './memo.ts';
 import { continuationNote, isContinuation, isOwnMessage, rememberOwn, summaryBodyOf, summaryMessage } from './placement.ts';
 import { isProtectedTool, outputChars, PLACEHOLDER, placeholderOutput, toolEditKey, toolResultsOf } from './prune.ts';
 import { toolOutputText } from './text.ts';
@@ -142,8 +142,14 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
     ...(p.summaryApplies && p.memo.summary ? { summary: p.memo.summary } : {}),
   };
   if (!p.summaryApplies) delete memo.summary;
-  // A cut of the request is decided again by this compaction (see fitRequest).
-  delete memo.requestClip;
+  // The request's cut and media placeholders are decided again by this compaction (see lastResort).
+  const request = requestIndex(p.input, p.memo.own);
+  const relaxed = requestEditsDropped(memo, request);
+  if (relaxed) {
+    delete memo.requestClip;
+    if (relaxed.media) memo.media = relaxed.media;
+    else delete memo.media;
+  }
   const manual = p.reason === 'manual';
   const steps: CompactionStep[] = [];
   let started = false;
@@ -184,7 +190,6 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
   // The irreducible part (system messages, tools, the text of the latest request: its images and
   // files can be named instead) over the threshold: no step can help, so straight to the smallest
   // prompt, the request cut only when it alone exceeds what is left of the window.
-  const request = requestIndex(p.input, p.memo.own);
   const requestMessage = request >= 0 ? (p.input[request] as GuardMessage) : undefined;
   const irreducible = p.measure([
     ...p.input.filter((m) => m?.role === 'system'),

@@ -169,11 +169,12 @@ export function tokensPerCharAfterReset(state: CalibrationState, c: ResolvedCali
 
 /**
  * Tokens a provider may count beyond calibration.max × the heuristic: an invisible constant part
- * (a hidden system prompt, tool formatting). Claude Code's is ~26k on a 200k window; a quarter of
- * the window (at least 8k, 50k when no window is known) leaves room for such a part.
+ * (a hidden system prompt, tool definitions the host keeps out of the guard's sight). Claude Code's
+ * is ~26k on a 200k window; half the window (at least 8k, 100k when no window is known) leaves room
+ * for far larger ones, while still rejecting counts no request could cost.
  */
 function invisibleAllowance(contextWindow: number | undefined): number {
-  return contextWindow === undefined ? 50_000 : Math.max(8_000, contextWindow / 4);
+  return contextWindow === undefined ? 100_000 : Math.max(8_000, contextWindow / 2);
 }
 
 /**

@@ -269,7 +269,7 @@ describe('guard messages → V4 prompt', () => {
     const back = fromGuardMessages(converted.messages.map((m) => clipMessage(m, 100)), converted);
     checkPrompt(back, 4);
     const user = partsOf(back[1]!);
-    expect(user[1]).toEqual({ type: 'text', text: '[An image was removed to fit the context window.]' });
+    expect(user[1]).toEqual({ type: 'text', text: expect.stringMatching(/^\[An image was .* to fit the context window/) });
     expect(back[1]!.providerOptions).toBe(cache);
     const assistant = partsOf(back[2]!);
     expect(assistant[2]).toBe(partsOf(prompt[2]!)[2]); // the custom part
@@ -314,20 +314,32 @@ describe('guard messages → V4 prompt', () => {
     ]);
   });
 
-  it('restores references, URLs and data of media the guard rebuilt a part around', () => {
+  it('recognizes copies the guard made without changing them: the SDK parts come back', () => {
     const prompt = everyPartV4();
     const converted = toGuardMessages(prompt);
-    // Copies are not in the origins map: they go through the conversion by shape.
+    // Copies are not in the origins map; equal to what the guard was given, they are the parts it left alone.
     const copies = converted.messages.map((m) =>
       Array.isArray(m.content) ? ({ ...m, content: m.content.map((p: object) => ({ ...p })) } as GuardMessage) : m,
     );
     const back = fromGuardMessages(copies, converted);
     checkPrompt(back, 4);
-    const user = partsOf(back[1]!);
-    expect(user[1]).toEqual({ type: 'file', data: { type: 'data', data: PNG }, mediaType: 'image/png', providerOptions: other });
-    expect(user[4]).toEqual(partsOf(prompt[1]!)[4]);
-    expect(user[5]).toEqual(partsOf(prompt[1]!)[5]);
-    const items = (partsOf(back[3]!)[1]!.output as { value: Obj[] }).value;
+    back.forEach((m, i) => {
+      if (Array.isArray(m.content)) m.content.forEach((p, j) => expect(p).toBe(partsOf(prompt[i]!)[j]));
+    });
+  });
+
+  it('restores references, URLs and data of media in a tool output the guard rebuilt', () => {
+    const prompt = everyPartV4();
+    const converted = toGuardMessages(prompt);
+    // A new output with copied items is not the input's: it goes through the conversion by shape.
+    const tool = converted.messages[3]!;
+    const rebuilt = partsOf(tool).map((p) => {
+      const output = p.output as { type: string; value: unknown } | undefined;
+      return output?.type === 'content' ? { ...p, output: { ...output, value: (output.value as Obj[]).map((item) => ({ ...item })) } } : p;
+    });
+    const back = fromGuardMessages([{ ...tool, content: rebuilt } as unknown as GuardMessage], converted);
+    checkPrompt(back, 4);
+    const items = (partsOf(back[0]!)[1]!.output as { value: Obj[] }).value;
     const originalItems = (partsOf(prompt[3]!)[1]!.output as { value: Obj[] }).value;
     for (const i of [1, 2, 5]) expect(items[i]).toEqual(originalItems[i]);
     // The estimator tells images by an `image/` prefix, so a bare `image` comes back as its wildcard equivalent.
@@ -436,7 +448,7 @@ describe('V3 (ai 6) prompts', () => {
     expect(items[6]).toMatchObject({ type: 'image-data', mediaType: 'image/*' });
   });
 
-  it('round-trips untouched messages as the same objects, and copies to equal messages', () => {
+  it('round-trips untouched messages as the same objects, and unchanged copies to the same parts', () => {
     const prompt = everyPartV3();
     const converted = toGuardMessagesV3(prompt);
     fromGuardMessagesV3(converted.messages, converted).forEach((m, i) => expect(m).toBe(prompt[i]));
@@ -445,7 +457,7 @@ describe('V3 (ai 6) prompts', () => {
     );
     const back = fromGuardMessagesV3(deepCopies, converted);
     checkPrompt(back, 3);
-    expect(partsOf(back[1]!)[1]).toEqual({ type: 'file', data: PNG, mediaType: 'image/png', providerOptions: other });
+    expect(partsOf(back[1]!)[1]).toBe(partsOf(prompt[1]!)[1]);
     expect(back[3]).toEqual(prompt[3]);
   });
 
@@ -580,5 +592,173 @@ describe('property: V4 prompt → guard → V4', () => {
         copied.forEach((m, i) => expect(m).toEqual(prompt[i]));
       }),
     );
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Provider references to a stored or signed original (issue 11, defect 13)
+// ---------------------------------------------------------------------------------------------
+
+/** Every provider option that points at the original a part was made from, with the options that are not references. */
+function referencedOptions(n: number) {
+  return {
+    openai: { itemId: `msg_${n}`, phase: 'final_answer' },
+    azure: { itemId: `msg_az_${n}` },
+    anthropic: { cacheControl: { type: 'ephemeral' }, citations: [{ type: 'web_search_result_location', encrypted_index: `e${n}` }] },
+    google: { thoughtSignature: `ts_${n}` },
+  };
+}
+const LONG = 'The build log says: ' + 'step ok; '.repeat(3_000);
+
+/** A Responses-style history: a reasoning model's answer (reasoning + text + call), its result, a later answer. */
+function storedHistoryV4(): LanguageModelV4Prompt {
+  return [
+    { role: 'system', content: 'You are an agent.' },
+    { role: 'user', content: [{ type: 'text', text: 'Check the build.' }] },
+    {
+      role: 'assistant',
+      content: [
+        { type: 'reasoning', text: 'I should read the log.', providerOptions: { openai: { itemId: 'rs_1', reasoningEncryptedContent: 'enc_1' } } },
+        { type: 'text', text: LONG, providerOptions: referencedOptions(1) },
+        { type: 'tool-call', toolCallId: 'call_1', toolName: 'read', input: { path: 'log' }, providerOptions: { openai: { itemId: 'fc_1' }, google: { thoughtSignature: 'ts_call' } } },
+      ],
+      providerOptions: { anthropic: { cacheControl: { type: 'ephemeral' } } },
+    },
+    {
+      role: 'tool',
+      content: [{ type: 'tool-result', toolCallId: 'call_1', toolName: 'read', output: { type: 'text', value: LONG }, providerOptions: { openai: { itemId: 'fco_1' } } }],
+    },
+    {
+      role: 'assistant',
+      content: [
+        { type: 'reasoning', text: 'Done.', providerOptions: { anthropic: { signature: 'sig_2' } } },
+        { type: 'text', text: 'All green.', providerOptions: { openai: { itemId: 'msg_2' } } },
+      ],
+    },
+    { role: 'user', content: [{ type: 'text', text: 'Thanks, now deploy.' }] },
+  ];
+}
+
+/** Every provider option key the prompt still carries, as `provider.key` per message and part. */
+function optionKeys(prompt: readonly { content: unknown; providerOptions?: unknown }[]): string[][] {
+  const keys = (options: unknown) =>
+    Object.entries((options ?? {}) as Record<string, Obj>).flatMap(([provider, value]) => Object.keys(value).map((k) => `${provider}.${k}`));
+  return prompt.map((m) => [...keys(m.providerOptions), ...(Array.isArray(m.content) ? (m.content as Obj[]).flatMap((p) => keys(p.providerOptions)) : [])]);
+}
+
+describe('an edit drops every provider reference to the original it changed', () => {
+  it('a clipped text keeps no item id, citation or signature, and keeps the options that are not references', () => {
+    const prompt = storedHistoryV4();
+    const converted = toGuardMessages(prompt);
+    const clipped = clipMessage(converted.messages[2]!, 2_000);
+    const [back] = fromGuardMessages([clipped], converted);
+    const [reasoning, text, call] = partsOf(back!);
+    expect(String(text!.text).length).toBeLessThan(3_000);
+    expect(text!.providerOptions).toEqual({ openai: { phase: 'final_answer' }, anthropic: { cacheControl: { type: 'ephemeral' } } });
+    // The message's own options are not references (cache control): kept as they are.
+    expect(back!.providerOptions).toEqual(prompt[2]!.providerOptions);
+    // OpenAI's items of one response are bound together: the reasoning and the call lose their item
+    // (and the encrypted reasoning) too; Google's signature of the untouched call stays.
+    expect(reasoning).toEqual({ type: 'reasoning', text: 'I should read the log.' });
+    expect(call!.providerOptions).toEqual({ google: { thoughtSignature: 'ts_call' } });
+    expect(call).toMatchObject({ type: 'tool-call', toolCallId: 'call_1', input: { path: 'log' } });
+  });
+
+  it('an edited reasoning part loses its signature, encrypted original and redacted data', () => {
+    const prompt: LanguageModelV4Prompt = [
+      {
+        role: 'assistant',
+        content: [
+          { type: 'reasoning', text: LONG, providerOptions: { anthropic: { signature: 'sig' }, bedrock: { signature: 'bsig' }, google: { thoughtSignature: 't' } } },
+          { type: 'reasoning', text: LONG, providerOptions: { openai: { itemId: 'rs_9', reasoningEncryptedContent: 'enc' } } },
+          { type: 'reasoning', text: '', providerOptions: { anthropic: { redactedData: 'opaque' } } },
+          { type: 'text', text: LONG, providerOptions: { anthropic: { type: 'compaction', signature: 'csig' } } },
+        ],
+      },
+    ];
+    const converted = toGuardMessages(prompt);
+    const [back] = fromGuardMessages([clipMessage(converted.messages[0]!, 1_000)], converted);
+    const [signed, encrypted, redacted, compaction] = partsOf(back!);
+    expect(signed).toEqual({ type: 'reasoning', text: expect.any(String) });
+    expect(encrypted).toEqual({ type: 'reasoning', text: expect.any(String) });
+    // Not changed by the clip (no text): the original part, signed.
+    expect(redacted).toBe(partsOf(prompt[0]!)[2]);
+    // A provider's compaction block the guard cut is ordinary text now.
+    expect(compaction).toEqual({ type: 'text', text: expect.stringContaining('build log') });
+  });
+
+  it('a pruned or truncated tool result loses its item reference; parts the edit did not change stay the originals', () => {
+    const prompt = storedHistoryV4();
+    const converted = toGuardMessages(prompt);
+    for (const edit of [PLACEHOLDER, 500]) {
+      const back = fromGuardMessages([applyToolEdits(converted.messages[3]!, { call_1: edit })], converted);
+      const [result] = partsOf(back[0]!);
+      expect(result).toMatchObject({ type: 'tool-result', toolCallId: 'call_1', output: { type: 'text' } });
+      expect(result!.providerOptions).toBeUndefined();
+    }
+    // A clip that changes nothing in a message (short texts) gives back the SDK's own parts, references and all.
+    const back = fromGuardMessages([clipMessage(converted.messages[4]!, 5_000)], converted);
+    partsOf(back[0]!).forEach((p, i) => expect(p).toBe(partsOf(prompt[4]!)[i]));
+  });
+
+  it('leaves the references of the messages after an edited one alone', () => {
+    const prompt = storedHistoryV4();
+    const converted = toGuardMessages(prompt);
+    const edited = converted.messages.map((m, i) => (i === 2 ? clipMessage(m, 2_000) : m));
+    const back = fromGuardMessages(edited, converted);
+    for (const i of [0, 1, 3, 4, 5]) expect(back[i]).toBe(prompt[i]);
+    expect(optionKeys(back)[2]).toEqual(['anthropic.cacheControl', 'openai.phase', 'anthropic.cacheControl', 'google.thoughtSignature']);
+  });
+
+  it('a provider-executed call and its pruned result become text: the provider would send or check its stored original', () => {
+    const prompt: LanguageModelV4Prompt = [
+      { role: 'user', content: [{ type: 'text', text: 'Search the web.' }] },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'tool-call', toolCallId: 'ws_1', toolName: 'web_search', input: { query: 'context windows' }, providerExecuted: true, providerOptions: { openai: { itemId: 'ws_1' } } },
+          { type: 'tool-result', toolCallId: 'ws_1', toolName: 'web_search', output: { type: 'json', value: [{ url: 'https://a.test', encryptedContent: 'x'.repeat(5_000) }] } },
+          { type: 'text', text: 'Found it.' },
+        ],
+      },
+    ];
+    const converted = toGuardMessages(prompt);
+    const back = fromGuardMessages([converted.messages[0]!, applyToolEdits(converted.messages[1]!, { ws_1: PLACEHOLDER })], converted);
+    expect(back[0]).toBe(prompt[0]);
+    const parts = partsOf(back[1]!);
+    expect(parts.map((p) => p.type)).toEqual(['text', 'text', 'text']);
+    expect(parts[0]!.text).toMatch(/web_search.*context windows/);
+    expect(parts[1]!.text).toMatch(/web_search.*removed/);
+    expect(parts[2]!.text).toBe('Found it.');
+    expect(JSON.stringify(back)).not.toContain('ws_1"}');
+    checkPrompt(back, 4);
+  });
+
+  it('a tool input the guard cut to a clipped JSON text is sent as an object, as providers take arguments', () => {
+    const prompt: LanguageModelV4Prompt = [
+      {
+        role: 'assistant',
+        content: [
+          { type: 'tool-call', toolCallId: 'w1', toolName: 'write', input: { path: 'a.ts', content: LONG }, providerOptions: { google: { thoughtSignature: 'ts' } } },
+          // A freeform (custom) tool takes a string: it stays one.
+          { type: 'tool-call', toolCallId: 'p1', toolName: 'patch', input: LONG },
+        ],
+      },
+    ];
+    const converted = toGuardMessages(prompt);
+    const [back] = fromGuardMessages([clipMessage(converted.messages[0]!, 2_000)], converted);
+    const [write, patch] = partsOf(back!);
+    expect(write).toEqual({ type: 'tool-call', toolCallId: 'w1', toolName: 'write', input: { input: expect.stringContaining('a.ts') } });
+    expect(String((write!.input as Obj).input).length).toBeLessThan(3_000);
+    expect(typeof patch!.input).toBe('string');
+  });
+
+  it('does the same for ai 6 (V3) prompts', () => {
+    const prompt = storedHistoryV4() as unknown as LanguageModelV3Prompt;
+    const converted = toGuardMessagesV3(prompt);
+    const back = fromGuardMessagesV3([clipMessage(converted.messages[2]!, 2_000)], converted);
+    const [reasoning, text] = partsOf(back[0]!);
+    expect(reasoning!.providerOptions).toBeUndefined();
+    expect(text!.providerOptions).toEqual({ openai: { phase: 'final_answer' }, anthropic: { cacheControl: { type: 'ephemeral' } } });
   });
 });

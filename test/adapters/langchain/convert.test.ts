@@ -1,5 +1,7 @@
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
 import { tool } from '@langchain/core/tools';
+import { convertPromptToAnthropic } from '@langchain/anthropic';
+import { convertMessagesToResponsesInput, convertResponsesMessageToAIMessage } from '@langchain/openai';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { fromGuardMessages, toGuardMessages, toGuardTools } from '../../../adapters/langchain/convert.ts';
@@ -296,5 +298,139 @@ describe('toGuardTools', () => {
     expect(toGuardTools(list)).toBe(toGuardTools(list));
     expect(toGuardTools([readFile])?.[0]).toBe(toGuardTools(list)?.[0]);
     expect(toGuardTools(undefined)).toBeUndefined();
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Provider references to a stored or signed original (issue 11, defect 13)
+// ---------------------------------------------------------------------------------------------
+
+const LONG = 'The build log says: ' + 'step ok; '.repeat(3_000);
+
+/** An OpenAI Responses answer of a reasoning model (reasoning, a long message, a function call), as @langchain/openai reads it. */
+function responsesAnswer(): AIMessage {
+  const response = {
+    id: 'resp_1',
+    object: 'response',
+    created_at: 1,
+    model: 'gpt-5',
+    status: 'completed',
+    output: [
+      { type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 'Read the log.' }], encrypted_content: 'enc_1' },
+      { type: 'message', id: 'msg_1', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: LONG, annotations: [] }] },
+      { type: 'function_call', id: 'fc_1', call_id: 'call_1', name: 'read', arguments: '{"path":"log"}', status: 'completed' },
+    ],
+    usage: { input_tokens: 100, output_tokens: 50, total_tokens: 150, input_tokens_details: { cached_tokens: 0 }, output_tokens_details: { reasoning_tokens: 10 } },
+  };
+  return convertResponsesMessageToAIMessage(response as unknown as Parameters<typeof convertResponsesMessageToAIMessage>[0]) as AIMessage;
+}
+
+/** The Responses API input items @langchain/openai would send for these messages. */
+const responsesInput = (messages: BaseMessage[]) => convertMessagesToResponsesInput({ messages, zdrEnabled: false, model: 'gpt-5' }) as unknown as Obj[];
+
+describe('an edit drops every provider reference to the original it changed', () => {
+  it('OpenAI Responses: a clipped answer is sent by its content, not as the stored output items', () => {
+    const answer = responsesAnswer();
+    const messages = [new HumanMessage('Check the build.'), answer, new ToolMessage({ content: 'ok', tool_call_id: 'call_1', name: 'read' }), new HumanMessage('Deploy.')];
+    // Unedited, @langchain/openai re-sends the stored output verbatim: the test checks the real converter.
+    expect(responsesInput([answer]).map((i) => i.id)).toEqual(['rs_1', 'msg_1', 'fc_1']);
+    const guard = toGuardMessages(messages);
+    const back = fromGuardMessages(guard.map((m, i) => (i === 1 ? clipMessage(m, 2_000) : m)));
+    expect(back[0]).toBe(messages[0]);
+    expect(back[2]).toBe(messages[2]);
+    const clipped = back[1] as AIMessage;
+    expect(clipped.response_metadata.output).toBeUndefined();
+    expect(clipped.response_metadata).toMatchObject({ model_provider: 'openai', model: 'gpt-5' });
+    const sent = responsesInput(back);
+    const ids = sent.map((i) => i.id).filter((id) => id !== undefined);
+    expect(ids).toEqual([]);
+    // The message goes by its clipped content; the call still pairs with its output by call id.
+    const text = JSON.stringify(sent.find((i) => i.type === 'message' && i.role === 'assistant'));
+    expect(text.length).toBeLessThan(LONG.length / 2);
+    expect(sent.find((i) => i.type === 'function_call')).toMatchObject({ call_id: 'call_1', name: 'read' });
+    expect(sent.find((i) => i.type === 'function_call_output')).toMatchObject({ call_id: 'call_1' });
+    expect(JSON.stringify(sent)).not.toContain('enc_1');
+  });
+
+  it('OpenAI Responses: a message after an edited one keeps its stored output', () => {
+    const first = responsesAnswer();
+    const later = responsesAnswer();
+    later.response_metadata = { ...later.response_metadata, output: (later.response_metadata.output as Obj[]).map((i) => ({ ...i, id: `${String(i.id)}_b` })) };
+    const messages = [new HumanMessage('Go.'), first, new ToolMessage({ content: 'ok', tool_call_id: 'call_1', name: 'read' }), later];
+    const back = fromGuardMessages(toGuardMessages(messages).map((m, i) => (i === 1 ? clipMessage(m, 2_000) : m)));
+    expect(back[3]).toBe(later);
+    expect(responsesInput([back[3]!]).map((i) => i.id)).toEqual(['rs_1_b', 'msg_1_b', 'fc_1_b']);
+  });
+
+  it('an edited tool result or message loses an id that names a stored OpenAI item', () => {
+    const messages = [
+      new AIMessage({ content: '', tool_calls: [{ id: 'call_1', name: 'read', args: {} }] }),
+      new ToolMessage({ content: LONG, tool_call_id: 'call_1', name: 'read', id: 'fc_9' }),
+      new AIMessage({ content: LONG, id: 'msg_9' }),
+    ];
+    const guard = toGuardMessages(messages);
+    const [, tool, ai] = fromGuardMessages([guard[0]!, applyToolEdits(guard[1]!, { call_1: PLACEHOLDER }), clipMessage(guard[2]!, 1_000)]);
+    expect(tool!.id).toBeUndefined();
+    expect(ai!.id).toBeUndefined();
+    const sent = responsesInput([messages[0]!, tool!, ai!]);
+    expect(sent.some((i) => typeof i.id === 'string' && /^(fc|msg)_9/.test(i.id))).toBe(false);
+  });
+
+  it('Anthropic: a clipped text keeps no citations; a clipped tool input is not sent as its original tool_use block', () => {
+    const input = { path: 'big.ts', content: 'x'.repeat(20_000) };
+    const ai = new AIMessage({
+      content: [
+        { type: 'thinking', thinking: 'Plan.', signature: 'sig' },
+        { type: 'text', text: LONG, citations: [{ type: 'web_search_result_location', url: 'https://a.test', encrypted_index: 'e1', cited_text: 'step' }] },
+        { type: 'tool_use', id: 'toolu_1', name: 'write', input },
+      ],
+      tool_calls: [{ id: 'toolu_1', name: 'write', args: input, type: 'tool_call' }],
+      response_metadata: { model_provider: 'anthropic' },
+    });
+    const messages = [new HumanMessage('Write it.'), ai, new ToolMessage({ content: 'written', tool_call_id: 'toolu_1', name: 'write' })];
+    const back = fromGuardMessages(toGuardMessages(messages).map((m, i) => (i === 1 ? clipMessage(m, 2_000) : m)));
+    const { messages: sent } = convertPromptToAnthropic({ toChatMessages: () => back } as unknown as Parameters<typeof convertPromptToAnthropic>[0]);
+    const blocks = sent[1]!.content as unknown as Obj[];
+    // The thinking block was not changed: the original, signed.
+    expect(blocks[0]).toEqual({ type: 'thinking', thinking: 'Plan.', signature: 'sig' });
+    const text = blocks.find((b) => b.type === 'text')!;
+    expect(String(text.text).length).toBeLessThan(LONG.length / 2);
+    expect(text.citations).toBeUndefined();
+    const uses = blocks.filter((b) => b.type === 'tool_use');
+    expect(uses).toHaveLength(1);
+    expect(JSON.stringify(uses[0]!.input).length).toBeLessThan(5_000);
+  });
+
+  it('a copy the guard made without changing anything is the original message, stored output and all', () => {
+    const answer = new AIMessage({ content: [{ type: 'text', text: 'Short.', annotations: [] }], response_metadata: { model_provider: 'openai', output: [{ type: 'message', id: 'msg_s' }] } });
+    const tool = new ToolMessage({ content: 'ok', tool_call_id: 'c', id: 'fc_s' });
+    const guard = toGuardMessages([answer, tool]);
+    const back = fromGuardMessages([clipMessage(guard[0]!, 5_000), { ...guard[1]! } as GuardMessage]);
+    expect(back[0]).toBe(answer);
+    expect(back[1]).toBe(tool);
+    // And the original's own conversion is still the one it had.
+    expect(toGuardMessages([answer])[0]).toBe(guard[0]);
+  });
+
+  it('blocks the guard did not change keep their references, in a message it edited', () => {
+    const cited = { type: 'text', text: 'Found it.', citations: [{ type: 'web_search_result_location', encrypted_index: 'e1' }] };
+    const ai = new AIMessage({
+      content: [cited, { type: 'tool_use', id: 'c1', name: 'ls', input: {} }, { type: 'tool_use', id: 'c2', name: 'ls', input: {} }],
+      tool_calls: [
+        { id: 'c1', name: 'ls', args: {}, type: 'tool_call' },
+        { id: 'c2', name: 'ls', args: {}, type: 'tool_call' },
+      ],
+    });
+    const messages = [new HumanMessage('go'), ai, new ToolMessage({ content: 'a', tool_call_id: 'c1' })];
+    const back = fromGuardMessages(repairToolPairing(toGuardMessages(messages)).messages);
+    const blocks = back[1]!.content as Obj[];
+    expect(blocks[0]).toBe(cited);
+    expect(blocks.filter((b) => b.type === 'tool_use').map((b) => b.id)).toEqual(['c1']);
+  });
+
+  it('a thinking block the guard cut loses its signature (the provider would reject or restore the original)', () => {
+    const ai = new AIMessage({ content: [{ type: 'thinking', thinking: LONG, signature: 'sig' }, { type: 'text', text: 'Done.' }] });
+    const [back] = fromGuardMessages([clipMessage(toGuardMessages([ai])[0]!, 1_000)]);
+    expect(JSON.stringify(back!.content)).not.toContain('sig');
   });
 });
