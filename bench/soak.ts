@@ -1580,7 +1580,8 @@ async function runConversation(
         // Sent whole on purpose when it fits what is left of the window (it is the one message the
         // model must see whole; the overflow event says the buffer was used).
         const sentWhole = request >= 0 && latestOutcome(sent[request] as GuardMessage, out).whole;
-        const fitsWindow = r.contextWindow !== undefined && irreducible <= r.contextWindow;
+        // By the guard's own estimate of what it sent (the one it decides with), or by the soak's pricing.
+        const fitsWindow = r.contextWindow !== undefined && (irreducible <= r.contextWindow || r.tokens <= r.contextWindow);
         if (over && shortest <= FITS * r.threshold && !(sentWhole && fitsWindow)) {
           fail(
             'over-threshold-after-cut',
