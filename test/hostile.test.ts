@@ -303,3 +303,27 @@ describe('contextWindow has a documented minimum', () => {
     });
   }
 });
+
+describe('hard fit cuts a giant assistant step down to the target', () => {
+  it('reasoning, an answer and a whole file written in one assistant message: cut to the target, the step and its result kept', async () => {
+    const ev = recorder();
+    const guard = createContextGuard({ contextWindow: 8_000, summarizer: () => 'summary of the work so far', onEvent: ev.onEvent });
+    const step: GuardMessage = {
+      role: 'assistant',
+      content: [
+        { type: 'reasoning', text: text('THINK', 9_000) },
+        { type: 'text', text: text('ANSWER', 26_000) },
+        { type: 'tool-call', toolCallId: 'w1', toolName: 'write_file', input: { path: 'src/big.ts', content: text('FILE', 16_000) } },
+      ],
+    };
+    const result: GuardMessage = { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'w1', toolName: 'write_file', output: { type: 'text', value: 'written' } }] };
+    const messages = [system('You are a coding agent.'), user('Write the module.'), assistant('ok'), user('go on'), step, result];
+    const r = await guard.beforeModel({ sessionId: 's', messages });
+    expectInvariants(messages, r);
+    expect(ev.of('overflow')).toHaveLength(0);
+    // The budget is shared by the text, the reasoning and the tool input: the message lands on the target,
+    // not at twice its share (which left the next calls no room before compacting again).
+    expect(r.compaction?.tokensAfter).toBeLessThanOrEqual((r.compaction?.target ?? 0) * 1.05);
+    expect(JSON.stringify(r.messages)).toContain('"toolCallId":"w1"');
+  });
+});

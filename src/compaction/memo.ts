@@ -102,8 +102,12 @@ export function clipMessage(message: GuardMessage, maxChars: number): GuardMessa
   const clip = (text: string, max: number) => (text.length > max + CLIP_MARKER_CHARS ? clipMiddle(text, max) : text);
   if (typeof content === 'string') return { ...message, content: clip(content, maxChars) } as GuardMessage;
   if (!Array.isArray(content)) return message;
-  const texts = content.filter((p) => p?.type === 'text' || p?.type === 'reasoning').length;
-  const each = Math.max(1, Math.floor(maxChars / Math.max(1, texts)));
+  // The budget is shared by every part that can be cut: text, reasoning and large tool inputs (a
+  // whole file written), or a message with all three keeps about twice what it was given.
+  const clippable = content.filter(
+    (p) => p?.type === 'text' || p?.type === 'reasoning' || (p?.type === 'tool-call' && safeJson(p.input).length > CLIP_MARKER_CHARS),
+  ).length;
+  const each = Math.max(1, Math.floor(maxChars / Math.max(1, clippable)));
   const parts = content.flatMap((p) => {
     if (p?.type === 'text' || p?.type === 'reasoning') return [{ ...p, text: clip(String(p.text ?? ''), each) }];
     // An image or document cannot be cut down; one that must go is named instead.

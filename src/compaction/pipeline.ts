@@ -361,23 +361,28 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
 
   /** Clips the text of the host's messages `which` accepts, largest first (water-filling), down to the target. */
   function clipMessagesOf(which: (message: GuardMessage, origin: number) => boolean): void {
-    const candidates: Array<{ index: number; chars: number }> = [];
-    cur.view.messages.forEach((m, i) => {
-      const o = cur.view.origin[i] ?? -1;
-      // Tool outputs were shrunk above; system messages are never changed.
-      if (o < 0 || m.role === 'system' || m.role === 'tool' || !which(m, o)) return;
-      candidates.push({ index: i, chars: cur.entries[i]?.chars ?? 0 });
-    });
-    const excess = (cur.tokens - s.target) / p.tokensPerChar;
-    const level = waterLevel(candidates.map((c) => c.chars), excess, MIN_KEPT_CHARS);
-    let changed = false;
-    for (const c of candidates) {
-      if (c.chars > level) {
-        memo.clips[String(p.hashOf(cur.view.origin[c.index] as number))] = level;
+    // A few rounds: a clipped message keeps a little more than its level (markers, its parts'
+    // shares), and a round measured on the clipped prompt closes the gap.
+    for (let round = 0; round < 3 && !under(); round++) {
+      const candidates: Array<{ index: number; chars: number }> = [];
+      cur.view.messages.forEach((m, i) => {
+        const o = cur.view.origin[i] ?? -1;
+        // Tool outputs were shrunk above; system messages are never changed.
+        if (o < 0 || m.role === 'system' || m.role === 'tool' || !which(m, o)) return;
+        candidates.push({ index: i, chars: cur.entries[i]?.chars ?? 0 });
+      });
+      const excess = (cur.tokens - s.target) / p.tokensPerChar;
+      const level = waterLevel(candidates.map((c) => c.chars), excess, MIN_KEPT_CHARS);
+      let changed = false;
+      for (const c of candidates) {
+        if (c.chars <= level) continue;
+        const key = String(p.hashOf(cur.view.origin[c.index] as number));
+        const next = Math.min(memo.clips[key] ?? Number.POSITIVE_INFINITY, level);
+        if (next === memo.clips[key]) continue;
+        memo.clips[key] = next;
         changed = true;
       }
-    }
-    if (changed) {
+      if (!changed) return;
       step('hard-fit');
       cur = render();
     }
