@@ -1662,7 +1662,9 @@ async function runConversation(
         if (
           startSurvives(start, haystack, entryChars) ||
           startSurvives(raw, haystack, entryChars) ||
-          startSurvives(digestStartOf(m, guard.options.redact, entryChars), haystack, entryChars)
+          startSurvives(digestStartOf(m, guard.options.redact, entryChars), haystack, entryChars) ||
+          // A digest line cut before binary is labelled keeps the raw characters.
+          startSurvives(head((userTextParts(m)[0] ?? '').replace(/\s+/g, ' ').trim(), DIGEST_START_CHARS), haystack, entryChars)
         )
           return;
         if (lossReported) bump(c.checks, 'user starts lost, digest-loss reported');

@@ -344,6 +344,7 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
       // invisible part counted twice).
       const request = p.memo ? requestIndex(hostMessages, p.memo.own) : -1;
       if (!p.memo || request < 0) return p;
+      let best = p;
       for (const keepMedia of [false, true]) {
         const relaxed = requestEditsDropped(p.memo, request, keepMedia);
         if (!relaxed) continue;
@@ -351,11 +352,14 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
         const added =
           ((whole.measured.chars - p.measured.chars) / CHARS_PER_TOKEN) * p.est.correction + (whole.measured.mediaTokens - p.measured.mediaTokens);
         const tokens = Math.ceil(p.est.tokens + added);
-        if (tokens <= threshold) return { ...whole, est: { ...whole.est, tokens: Math.min(whole.est.tokens, tokens) }, memoChanged: true };
+        if (tokens > threshold) continue;
+        best = { ...whole, est: { ...whole.est, tokens: Math.min(whole.est.tokens, tokens) }, memoChanged: true };
+        break;
       }
       // Still edited although the request alone would fit: a compaction can make room for it
       // (the steps before the last resort never touch the request).
-      return requestEditsDropped(p.memo, request) && requestFitsAlone(state, request) ? { ...p, requestEdited: true } : p;
+      const edited = best.memo !== undefined && requestEditsDropped(best.memo, request) !== undefined;
+      return edited && requestFitsAlone(state, request) ? { ...best, requestEdited: true } : best;
     };
     /** Whether the system messages, tools and the latest request, whole, fit under the threshold. */
     const requestFitsAlone = (state: SessionState, request: number): boolean => {
