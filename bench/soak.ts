@@ -1217,7 +1217,10 @@ async function runBatch(seed: number, batch: number, members: number[], c: Count
     if (!answersOk) return;
     // What it was given is already redacted: its starts are spelled as the digest check spells them.
     for (const m of input.messages) {
-      if (isMessage(m) && m.role === 'user') session.summarizedStarts.push(startOf(m, (t) => t, SUMMARIZED_START_CHARS, true));
+      if (!isMessage(m) || m.role !== 'user') continue;
+      session.summarizedStarts.push(startOf(m, (t) => t, SUMMARIZED_START_CHARS, true));
+      // A chunk may clip a long base64 run below the length that gets labelled: its raw characters too.
+      session.summarizedStarts.push(head((userTextParts(m)[0] ?? '').replace(/\s+/g, ' ').trim(), SUMMARIZED_START_CHARS));
     }
   };
   const summarizer =
@@ -1656,7 +1659,9 @@ async function runConversation(
         // Given to the summarizer, which answered: it is in the model-written part of the summary.
         // The summarizer may get a cut copy (its chunks clip long messages): one start is a prefix of the other.
         const mine = head(start, SUMMARIZED_START_CHARS);
-        if (session.summarizedStarts.some((given) => given.startsWith(mine) || (given.length >= 12 && mine.startsWith(given)))) return;
+        const mineRaw = head((userTextParts(m)[0] ?? '').replace(/\s+/g, ' ').trim(), SUMMARIZED_START_CHARS);
+        const given = (g: string, x: string) => g.startsWith(x) || (g.length >= 12 && x.startsWith(g));
+        if (session.summarizedStarts.some((g) => given(g, mine) || given(g, mineRaw))) return;
         bump(c.checks, 'user starts checked in digests');
         const raw = startOf(m, guard.options.redact, DIGEST_START_CHARS, true);
         if (

@@ -11,7 +11,7 @@ import type { CompactionReason, CompactionResult } from './compaction/types.ts';
 import type { ContextGuardEvent, StoreFailedEvent } from './events.ts';
 import type { GuardMessage, ToolDefinition } from './messages.ts';
 import { isContextLengthError, promptTokensFromError } from './overflow.ts';
-import { minimalPrompt, validMessages } from './safety.ts';
+import { CheckedInputs, minimalPrompt, validMessages } from './safety.ts';
 import { KeyedLock } from './state/lock.ts';
 import { MemoryStore } from './state/memory.ts';
 import { emptySessionState, type CalibrationState, type PendingRequest, type SessionState, type SessionStatus } from './state/session.ts';
@@ -153,6 +153,7 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
   const store: StateStore<SessionState> = resolved.store ?? new MemoryStore<SessionState>({ maxSessions: resolved.maxSessions });
   const measurer = new PromptMeasurer(resolved.maxSessions);
   const lock = new KeyedLock();
+  const checkedInputs = new CheckedInputs(resolved.maxSessions);
   const reportedModels = new Set<string>();
   /** Per session: the view's messages before this index were checked and needed no repair. */
   const validUpTo = new Map<string, number>();
@@ -814,7 +815,7 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
       try {
         if (!sessionId) throw new TypeError('beforeModel: `sessionId` must be a non-empty string');
         if (!Array.isArray(input.messages)) throw new TypeError('beforeModel: `messages` must be an array');
-        const checked = validMessages(raw);
+        const checked = checkedInputs.check(sessionId, raw);
         messages = checked.messages;
         if (checked.dropped.length > 0) emit({ type: 'invalid-messages', sessionId, indices: checked.dropped, reasons: checked.reasons });
         return await inCall(sessionId, () => beforeModelLocked({ ...input, messages }));
@@ -878,6 +879,7 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
     async reset(sessionId) {
       measurer.forget(sessionId);
       measurer.forget(inputKey(sessionId));
+      checkedInputs.forget(sessionId);
       validUpTo.delete(sessionId);
       if (shadow) await shadow.delete(sessionId);
       await withStore(sessionId, 'delete', () => store.delete(sessionId));

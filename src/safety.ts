@@ -28,20 +28,40 @@ function hasCycle(value: unknown, ancestors: object[]): boolean {
   }
 }
 
-/**
- * Messages and parts already found free of cycles. The check walks a part once: hosts resend the
- * same objects call after call (the AI SDK's converted parts included), so later calls only look it up.
- */
+/** Objects already found free of cycles: a tool input is walked once, however often it is resent. */
 const acyclic = new WeakSet<object>();
 
-function isAcyclic(entry: object, parts: readonly unknown[]): boolean {
-  if (acyclic.has(entry)) return true;
+function acyclicValue(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null || acyclic.has(value)) return true;
+  if (hasCycle(value, [])) return false;
+  acyclic.add(value);
+  return true;
+}
+
+/**
+ * Whether a message's structured values are free of cycles. Only where hosts put arbitrary values
+ * is looked into (tool-call inputs, tool-result outputs, parts of unknown types): text, reasoning
+ * and media parts are flat, and this check runs on every part of every call.
+ */
+function isAcyclic(parts: readonly unknown[]): boolean {
   for (const part of parts) {
-    if (typeof part !== 'object' || part === null || acyclic.has(part)) continue;
-    if (hasCycle(part, [])) return false;
-    acyclic.add(part);
+    if (typeof part !== 'object' || part === null) continue;
+    switch ((part as { type?: unknown }).type) {
+      case 'text':
+      case 'reasoning':
+      case 'image':
+      case 'file':
+        continue;
+      case 'tool-call':
+        if (!acyclicValue((part as { input?: unknown }).input)) return false;
+        continue;
+      case 'tool-result':
+        if (!acyclicValue((part as { output?: unknown }).output)) return false;
+        continue;
+      default:
+        if (!acyclicValue(part)) return false;
+    }
   }
-  acyclic.add(entry);
   return true;
 }
 
@@ -59,7 +79,7 @@ function problemOf(entry: unknown): string | undefined {
   if (typeof content === 'string') return role === 'tool' ? 'tool message whose content is not an array of results' : undefined;
   if (!Array.isArray(content)) return 'content is neither a string nor an array of parts';
   try {
-    if (!isAcyclic(entry, content)) return 'a part refers to itself (a cycle cannot be sent as JSON)';
+    if (!isAcyclic(content)) return 'a part refers to itself (a cycle cannot be sent as JSON)';
   } catch {
     return 'its parts cannot be read';
   }
@@ -73,11 +93,14 @@ export interface ValidatedMessages {
   reasons: string[];
 }
 
-/** The input without the entries that are not messages; the input itself when every entry is one. */
-export function validMessages(input: readonly unknown[]): ValidatedMessages {
+/**
+ * The input without the entries that are not messages; the input itself when every entry is one.
+ * Entries before `from` are known to be messages (the caller checked the same objects before).
+ */
+export function validMessages(input: readonly unknown[], from = 0): ValidatedMessages {
   let dropped: number[] | undefined;
   let reasons: string[] | undefined;
-  for (let i = 0; i < input.length; i++) {
+  for (let i = from; i < input.length; i++) {
     const problem = problemOf(input[i]);
     if (problem === undefined) continue;
     (dropped ??= []).push(i);
@@ -143,4 +166,38 @@ function clippedRequest(request: UserMessage, maxChars: number): UserMessage {
       ? request.content
       : request.content.map((p) => (p?.type === 'text' ? p.text : p?.type === 'image' ? mediaLabel('image', { data: p.image, mediaType: p.mediaType }) : mediaLabel('file', p))).join('\n');
   return { role: 'user', content: text.length > maxChars ? clipMiddle(text, Math.floor(maxChars)) : text };
+}
+
+/**
+ * Remembers, per session, the last input whose entries were all messages, so that the next call
+ * checks only what is not the very same object at the same place: the cost of the check follows
+ * what the host added, not the whole history (hosts that rebuild their objects pay for all of it).
+ */
+export class CheckedInputs {
+  private readonly last = new Map<string, readonly unknown[]>();
+  private readonly max: number;
+
+  constructor(max: number) {
+    this.max = max;
+  }
+
+  check(sessionId: string, input: readonly unknown[]): ValidatedMessages {
+    const previous = this.last.get(sessionId);
+    let from = 0;
+    if (previous) {
+      const n = Math.min(previous.length, input.length);
+      while (from < n && previous[from] === input[from]) from++;
+    }
+    const checked = validMessages(input, from);
+    this.last.delete(sessionId);
+    if (checked.dropped.length === 0) {
+      this.last.set(sessionId, input);
+      if (this.last.size > this.max) this.last.delete(this.last.keys().next().value as string);
+    }
+    return checked;
+  }
+
+  forget(sessionId: string): void {
+    this.last.delete(sessionId);
+  }
 }
