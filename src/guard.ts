@@ -17,6 +17,7 @@ import { MemoryStore } from './state/memory.ts';
 import { emptySessionState, type CalibrationState, type PendingRequest, type SessionState, type SessionStatus } from './state/session.ts';
 import type { StateStore } from './state/store.ts';
 import {
+  compactionCalibration,
   estimate,
   plausibleInputRange,
   plausibleOutputMax,
@@ -340,32 +341,33 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
       const p = prepareWith(state, state.memo);
       // The latest request cut, or its images left out, to fit is sent whole again as soon as it
       // fits (the calibration learned the provider counts less than feared): the edits are dropped,
-      // all of them or the cut alone. Priced as what they add to the prompt estimated now (which
-      // may extend the last real count; the prompt without them would be priced whole, with any
-      // invisible part counted twice).
+      // all of them or the cut alone.
       const request = p.memo ? requestIndex(hostMessages, p.memo.own) : -1;
       if (!p.memo || request < 0) return p;
       let best = p;
       for (const keepMedia of [false, true]) {
         const relaxed = requestEditsDropped(p.memo, request, keepMedia);
         if (!relaxed) continue;
+        // Decided on the estimate the next calls will make of it too (or a replay would compact again).
         const whole = prepareWith(state, relaxed);
-        const added =
-          ((whole.measured.chars - p.measured.chars) / CHARS_PER_TOKEN) * p.est.correction + (whole.measured.mediaTokens - p.measured.mediaTokens);
-        const tokens = Math.ceil(p.est.tokens + added);
-        if (tokens > threshold) continue;
-        best = { ...whole, est: { ...whole.est, tokens: Math.min(whole.est.tokens, tokens) }, memoChanged: true };
+        if (whole.est.tokens > threshold) continue;
+        best = { ...whole, memoChanged: true };
         break;
       }
       // Still edited although the request alone would fit: a compaction can make room for it
       // (the steps before the last resort never touch the request).
       const edited = best.memo !== undefined && requestEditsDropped(best.memo, request) !== undefined;
-      return edited && requestFitsAlone(state, request) ? { ...best, requestEdited: true } : best;
+      // Once per new information: a compaction that kept them decided on this very history and calibration.
+      const decided = best.memo?.requestDecided;
+      const unchanged = decided?.request === request && decided.messages === hostMessages.length && decided.usage === state.usageRecorded;
+      return edited && !unchanged && requestFitsAlone(state, request, best) ? { ...best, requestEdited: true } : best;
     };
     /** Whether the system messages, tools and the latest request, whole, fit under the threshold. */
-    const requestFitsAlone = (state: SessionState, request: number): boolean => {
+    /** Priced as a compaction of the prompt `p` would price its smallest prompt. */
+    const requestFitsAlone = (state: SessionState, request: number, p: Prepared): boolean => {
       const alone = measurer.measure(`${sessionId}\u0000alone`, hostMessages.filter((m, i) => m.role === 'system' || i === request), tools, provider, text);
-      return priceAfterReset(state.calibration, resolved.calibration)(alone.chars, alone.mediaTokens) <= threshold;
+      const planned = compactionCalibration(state.calibration, resolved.calibration, p.est.tokens, p.measured.chars, p.measured.mediaTokens);
+      return priceAfterReset(planned, resolved.calibration)(alone.chars, alone.mediaTokens) <= threshold;
     };
     const prepareWith = (state: SessionState, stored: CompactionMemo | undefined): Prepared => {
       // Re-apply what earlier compactions did to this history (the summary, pruned outputs).
@@ -485,6 +487,7 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
             measureHost,
             measure,
             calibration: state.calibration,
+            usageRecorded: state.usageRecorded,
           });
           if (outcome) {
             messages = outcome.messages;
@@ -591,6 +594,8 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
     measureHost: () => MeasuredPrompt;
     measure: (messages: GuardMessage[]) => MeasuredPrompt;
     calibration: CalibrationState;
+    /** Real counts recorded in the session so far. */
+    usageRecorded: number;
   }
 
   /** Runs the compaction pipeline with its hooks and events; undefined when nothing was done. */
@@ -643,10 +648,8 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
     // The pipeline prices prompts as the calls after the compaction will. What this call's own
     // estimate knew beyond that pricing (the part of a single real count no model of growth
     // explains yet) is carried as an offset, so that no compaction stops short of the target.
-    const base = priceAfterReset(resetCalibration(r.calibration), resolved.calibration);
     const now = r.measure(r.view.messages);
-    const offset = Math.max(0, r.tokens - Math.ceil(base(now.chars, now.mediaTokens)));
-    const reset = resetCalibration(r.calibration, offset);
+    const reset = compactionCalibration(r.calibration, resolved.calibration, r.tokens, now.chars, now.mediaTokens);
     const price = priceAfterReset(reset, resolved.calibration);
     const tokensPerChar = tokensPerCharAfterReset(reset, resolved.calibration);
     const pipelineInput = (summarizer: typeof resolved.summarizer): Parameters<typeof runPipeline>[0] => ({
@@ -713,7 +716,13 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
       emit({ type: 'overflow', sessionId, tokens: Math.ceil(output.tokens), threshold: r.threshold, contextWindow: r.contextWindow });
     }
     emit({ type: 'compaction-end', sessionId, ...result });
-    return { messages: output.view.messages, tokens: Math.ceil(output.tokens), memo: output.memo, calibration: reset, result };
+    // A request left cut or without its media is not retried until the history or the calibration changes.
+    const request = requestIndex(r.hostMessages, output.memo.own);
+    const memo: CompactionMemo = requestEditsDropped(output.memo, request)
+      ? { ...output.memo, requestDecided: { request, messages: r.hostMessages.length, usage: r.usageRecorded } }
+      : output.memo;
+    if (memo.requestDecided && memo === output.memo) delete memo.requestDecided;
+    return { messages: output.view.messages, tokens: Math.ceil(output.tokens), memo, calibration: reset, result };
   }
 
   async function afterModelLocked({ sessionId, usage }: AfterModelInput): Promise<void> {

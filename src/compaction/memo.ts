@@ -53,6 +53,12 @@ export interface CompactionMemo {
    * the request fits whole after all, the cut is dropped.
    */
   requestClip?: { index: number; chars: number };
+  /**
+   * The compaction that left the latest request cut or without its media: its index, the length of
+   * the history and the real counts recorded then. Until one of them changes, no call compacts
+   * again just to try sending the request whole.
+   */
+  requestDecided?: { request: number; messages: number; usage: number };
 }
 
 export function emptyMemo(): CompactionMemo {

@@ -200,3 +200,15 @@ export function plausibleInputRange(request: RequestMeasure, c: ResolvedCalibrat
 export function plausibleOutputMax(contextWindow: number | undefined): number {
   return contextWindow ?? 1_000_000;
 }
+
+/**
+ * The calibration a compaction plans with, and leaves behind: reset (see resetCalibration), with
+ * what the current estimate knew beyond the reset pricing (the part of a single real count no model
+ * of growth explains yet) carried as an offset, so that no compaction stops short of its target.
+ * `tokens` is the current estimate of the prompt measured as `chars` and `mediaTokens`.
+ */
+export function compactionCalibration(state: CalibrationState, c: ResolvedCalibration, tokens: number, chars: number, mediaTokens: number): CalibrationState {
+  const base = priceAfterReset(resetCalibration(state), c);
+  const offset = Math.max(0, tokens - Math.ceil(base(chars, mediaTokens)));
+  return resetCalibration(state, offset);
+}
