@@ -8,7 +8,7 @@
 //                                              src/compaction/redact.ts, at 100 and 200 KB)
 //
 // Every shape must be linear: from 1 to 2 to 4 MB a time should double, not quadruple. The second
-// table replays the examples of issue 11, the last through beforeModel (a compaction whose
+// table replays the examples found by probing the guard, the last through beforeModel (a compaction whose
 // summarizer input holds the text).
 import { readdirSync, readFileSync } from 'node:fs';
 import { createContextGuard, type GuardMessage } from '../src/index.ts';
@@ -155,7 +155,7 @@ for (const label of [...SECRET_SHAPE_LABELS, ORDINARY.label]) {
   console.log(`| ${label} | \`${worst.name.replaceAll('|', '\\|')}\` | ${medians.map(ms).join(' | ')} |${ratio}`);
 }
 
-// The examples of issue 11, with the guard around them.
+// The examples found by probing the guard, with the guard around them.
 async function beforeModelWith(place: 'user message' | 'tool-call input', secretish: string): Promise<number> {
   const guard = createContextGuard({ contextWindow: 8_000, summarizer: () => '## Task state\nDone.' });
   const filler = (i: number): GuardMessage[] => [
@@ -186,7 +186,7 @@ if (!implPath) {
     ['beforeModel, the 100 KB text in a user message', () => beforeModelWith('user message', eyj)],
     ['beforeModel, the 100 KB text in a tool-call input', () => beforeModelWith('tool-call input', eyj)],
   ];
-  console.log('\nExamples of issue 11 (median ms of redactSecrets; one beforeModel call that compacts)\n');
+  console.log('\nExamples found by probing the guard (median ms of redactSecrets; one beforeModel call that compacts)\n');
   console.log('| example | ms |');
   console.log('|---|---:|');
   for (const [name, measure] of examples) console.log(`| ${name} | ${ms(await measure())} |`);

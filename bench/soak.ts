@@ -27,7 +27,7 @@
 // `summarizerTimeoutMs` (with or without honouring the abort signal), returns nothing, or returns
 // far too much.
 //
-// The hostile classes of issue 11 (bench/soak/hostile.ts), each at a rate that keeps it in every
+// The hostile classes (bench/soak/hostile.ts), each at a rate that keeps it in every
 // few hundred conversations without crowding out the rest (the table's "hostile inputs" row counts them):
 // - usage outliers (1 step in 20): instead of the real count, 1e12, 1e308, 2**53 + 10,
 //   Number.MAX_VALUE, 1e9, cache counts of 1e308 + 1e308 (Infinity), 1 for a prompt of 2,000+ text
@@ -75,7 +75,7 @@
 //   request was sent whole because it fits what is left of the window: the guard keeps the
 //   request whole unless it alone exceeds the window, and then cuts it to the room left;
 // - no `error` event.
-// And the invariants of issue 11 (bench/soak/checks.ts):
+// And the invariants on the user's words (bench/soak/checks.ts):
 // - `latest-not-whole`: the latest user message reaches the model whole whenever it fits on its
 //   own: when system messages + tools + it (media as placeholders), priced as above, are at most 98%
 //   of the threshold (the guard's own framing may take the rest), every text part of it is verbatim
@@ -238,11 +238,11 @@ export interface SoakResult {
   peakRssBytes: number;
   peakHeapBytes: number;
   wallMs: number;
-  /** Hostile inputs generated, by class (issue 11): outliers sent, junk entries, media messages... */
+  /** Hostile inputs generated, by class: outliers sent, junk entries, media messages... */
   hostile: Record<string, number>;
   /** Events of the hostile-input fixes (usage-ignored and summarizer-failed by reason, digest-loss, invalid-messages, overflow). */
   newEvents: Record<string, number>;
-  /** How often the checks of issue 11 had something to judge (latest message not sent as is, digest starts...). */
+  /** How often the hostile-input checks had something to judge (latest message not sent as is, digest starts...). */
   checks: Record<string, number>;
   /** The slowest beforeModel call (wall time, which includes its batch's concurrent work). */
   slowestCall: { ms: number; conversation: number; call: number };
@@ -577,7 +577,7 @@ const FRAGMENTS: Record<Style, string> = {
   combining: 'e\u0301 a\u0308 n\u0303 Z\u0336\u0335a\u0337l\u0338g\u0334o\u0360 q\u0323\u0307 ',
   mixed: 'Ünïcödé ✓ — “quotes” 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 \u202eRTL\u202c \u200bzero\u200dwidth عربى עברית ',
   secret: 'export OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz0123 and AKIAABCDEFGHIJKLMNOP, Authorization: Bearer abcdefghijklmnopqrstuvwx0123; ',
-  // The shapes the default redaction missed (issue 11, defect 6), each complete.
+  // The shapes the default redaction missed, each complete.
   secret2: `${PLANTED_SECRETS.slice(3)
     .map((s) => s.expression)
     .join(' ')} `,
@@ -1841,7 +1841,7 @@ export function formatResult(r: SoakResult): string {
     ['**unexplained overflows**', String(r.unexplainedOverflows)],
     ['explained overflows (irreducible part over the threshold)', r.explainedOverflows.toLocaleString('en-US')],
     ['**error events**', String(r.errorEvents)],
-    ['hostile inputs (issue 11)', byKey(r.hostile) || '-'],
+    ['hostile inputs', byKey(r.hostile) || '-'],
     ['events of the hostile-input paths', byKey(r.newEvents) || '-'],
     ['what the new checks judged', byKey(r.checks) || '-'],
     ['slowest beforeModel', `${(r.slowestCall.ms / 1000).toFixed(2)} s (conversation ${r.slowestCall.conversation}, call ${r.slowestCall.call})`],

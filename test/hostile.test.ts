@@ -1,4 +1,4 @@
-// Hostile and unlucky input through the core guard (issue 11): implausible usage, media and giant
+// Hostile and unlucky input through the core guard: implausible usage, media and giant
 // system prompts on small windows, malformed entries, reused tool-call ids, user text that looks
 // like the guard's own markers. Each case reproduces a defect found by probing the guard from the
 // outside; the assertions are the promises of DESIGN.md (never over, never lose the user's words,

@@ -1,6 +1,6 @@
 // The short soak of CI: ~200 random conversations (fixed seed) through the guard with a flaky
 // summarizer, every call checked against the invariants (bench/soak.ts; `npm run soak` runs 10,000).
-// The seed is one whose 200 conversations hold every hostile class of issue 11 (and a batch with
+// The seed is one whose 200 conversations hold every hostile class (and a batch with
 // the slow summarizer), so the run judges each of them.
 import { describe, expect, it } from 'vitest';
 import { formatResult, runSoak } from '../bench/soak.ts';
@@ -31,7 +31,7 @@ describe('soak (short)', () => {
     ]) {
       expect(generated(result.hostile, prefix), `${prefix}\n${report}`).toBe(true);
     }
-    // The two invariants of issue 11 had something to judge: digests that stand for user messages,
+    // The two invariants on the user's words had something to judge: digests that stand for user messages,
     // latest messages that were not sent as they are.
     expect(result.checks['user starts checked in digests'] ?? 0, report).toBeGreaterThan(20);
     expect(result.checks['latest message not sent as is'] ?? 0, report).toBeGreaterThan(0);

@@ -1,4 +1,4 @@
-// The invariants the soak added for issue 11, as pure functions of what was sent and what came back
+// The soak's invariants on the user's words, as pure functions of what was sent and what came back
 // (bench/soak.ts calls them on every beforeModel output and counts what they report). Each one
 // errs on the side of silence: a false violation costs every engineer who reads the report.
 import type { GuardMessage, ToolResultPart } from '../../src/index.ts';

@@ -1,4 +1,4 @@
-// The hostile classes of the soak (issue 11): what an ordinary but unlucky agent sends a guard.
+// The hostile classes of the soak: what an ordinary but unlucky agent sends a guard.
 // Arbitraries and builders only; the invariants that judge the guard's answers are in checks.ts.
 // Everything here is a pure function of its arguments, so `--only` regenerates the same input.
 import fc from 'fast-check';
@@ -242,7 +242,7 @@ export function isMedia(part: unknown): boolean {
 // ---------------------------------------------------------------------------------------------
 
 /**
- * Secrets the default redaction must mask (issue 11, defect 6), each written complete: every
+ * Secrets the default redaction must mask, each written complete: every
  * `expression` is what a redaction pattern sees whole, `value` the part that must not survive.
  * Only complete expressions count as leaks, so a secret cut by a clip (its tail gone) is not one.
  */
@@ -289,7 +289,7 @@ export function textOfValue(value: unknown, out: string[] = [], seen = new Set<o
 }
 
 /**
- * Texts that made a redaction pattern superlinear (issue 11, defect 2): long runs of a pattern's
+ * Texts that made a redaction pattern superlinear: long runs of a pattern's
  * prefix with no ending. At most ADVERSARIAL_CHARS each, and rare: a run that still takes seconds
  * shows as a stall rather than hiding the rest of the soak.
  */

@@ -4,7 +4,7 @@
 // sent to the summarizer and the summaries written to the store pass through `redact`. The default
 // masks well-known secret shapes; a user's function replaces it, `redact: false` turns it off.
 //
-// Every shape is found in time linear in the length of the text, whatever the text (issue 11: the
+// Every shape is found in time linear in the length of the text, whatever the text (the
 // JWT pattern took 18 s on 200 KB and blocked the event loop). V8's regex engine backtracks: an
 // attempt that runs over a long run of characters and then fails costs that run's length, and the
 // engine retries from the next position. A pattern that may start at many positions inside one run
@@ -367,7 +367,7 @@ export function redactSecrets(text: string): string {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Messages. Tool inputs and outputs are arbitrary values: shared subtrees, cycles (issue 11), deep
+// Messages. Tool inputs and outputs are arbitrary values: shared subtrees, cycles, deep
 // nesting. Each object is visited once; a cycle becomes a marker so the copy is a tree that
 // serializes; media payloads (base64, bytes) are not text and are not scanned.
 

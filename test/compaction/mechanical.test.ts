@@ -84,7 +84,7 @@ describe('mechanicalSummary', () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// A digest over its budget (issue 11, defect 5): what it keeps of each entry shrinks, tool output
+// A digest over its budget: what it keeps of each entry shrinks, tool output
 // and assistant text go before anything the user said, and the start of every user message
 // survives; when even that cannot fit, the digest counts the user messages it lost.
 // ---------------------------------------------------------------------------------------------

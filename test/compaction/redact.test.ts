@@ -112,7 +112,7 @@ const eachBecomes = (unit: string, expectedUnit: string): [string, string] => [m
 const RSA_HEADER = '-----BEGIN RSA PRIVATE KEY-----';
 const RSA_FOOTER = '-----END RSA PRIVATE KEY-----';
 
-describe('redactSecrets on a megabyte of each shape’s worst case (issue 11, defect 2)', () => {
+describe('redactSecrets on a megabyte of each shape’s worst case', () => {
   // Each input is made to trip a backtracking regex: prefixes repeated so that an attempt could
   // start at every one of them, near-misses that fail only at the end, long runs without the
   // ending a shape needs. No timing is asserted (bench/redaction.ts measures): the test must finish
@@ -179,7 +179,7 @@ describe('redactSecrets on a megabyte of each shape’s worst case (issue 11, de
   });
 });
 
-describe('redactSecrets pattern gaps (issue 11, defect 6)', () => {
+describe('redactSecrets pattern gaps', () => {
   const AWS_SECRET = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY';
   const cases: Array<[name: string, input: string, expected: string]> = [
     ['AWS secret key, credentials file', `[p]\naws_secret_access_key = ${AWS_SECRET}\n`, '[p]\naws_secret_access_key = [REDACTED:aws-secret-key]\n'],

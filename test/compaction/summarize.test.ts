@@ -1,6 +1,6 @@
-// Unit tests of summarize(): the fallbacks and what their digest keeps (issue 11, defect 5), the
-// deadline of a whole compaction (defect 10), the timer that must not let a process exit with a
-// compaction pending (defect 12), the chunking of the summarizer's input and the circuit breaker.
+// Unit tests of summarize(): the fallbacks and what their digest keeps, the
+// deadline of a whole compaction, the timer that must not let a process exit with a
+// compaction pending, the chunking of the summarizer's input and the circuit breaker.
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';

@@ -211,7 +211,7 @@ describe.each(targets)('$name through the AI SDK', (target) => {
   });
 });
 
-describe('OpenAI Responses: an edited answer is never sent as a reference to its stored original (defect 13)', () => {
+describe('OpenAI Responses: an edited answer is never sent as a reference to its stored original', () => {
   it.each<Mode>(['generate', 'stream'])('%sText: the clipped answer goes by content; unedited answers by reference', async (mode) => {
     const target = targets.find((t) => t.dialect === openaiResponses)!;
     const r = await run(target, mode, { fake: { window: WINDOW, reply: readerScript(6) } });

@@ -173,7 +173,7 @@ describe.each(targets)('$name through LangChain', (target) => {
   });
 });
 
-describe('ChatOpenAI with the Responses API: an edited answer is not re-sent as its stored output (defect 13)', () => {
+describe('ChatOpenAI with the Responses API: an edited answer is not re-sent as its stored output', () => {
   it.each(styles)('%s: the clipped answer goes by its content, under no stored id', async (style) => {
     const target = targets.find((t) => t.dialect === openaiResponses)!;
     const r = await run(target, style, false, { fake: { window: WINDOW, reply: readerScript(6) } });

@@ -596,7 +596,7 @@ describe('property: V4 prompt → guard → V4', () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// Provider references to a stored or signed original (issue 11, defect 13)
+// Provider references to a stored or signed original
 // ---------------------------------------------------------------------------------------------
 
 /** Every provider option that points at the original a part was made from, with the options that are not references. */

@@ -1,4 +1,4 @@
-// Hostile provider errors and prompts through the AI SDK middleware (issue 11, defects 11 and 14),
+// Hostile provider errors and prompts through the AI SDK middleware,
 // as one table of cases that middleware.test.ts (ai 7, V4) and middleware-v3.test.ts (ai 6, V3)
 // both run through their SDK's generateText / streamText and scripted mock model:
 //   - provider errors whose cause chain loops reach the caller as they are (never a RangeError);
@@ -123,7 +123,7 @@ function streamScript(streams: (index: number, parts: object[]) => ReadableStrea
 const asGuard = (prompt: CallOptions['prompt']) => prompt as unknown as GuardMessage[];
 
 export function hostileCases(h: Harness): void {
-  describe(`${h.label}: provider errors whose cause chain loops (defect 11)`, () => {
+  describe(`${h.label}: provider errors whose cause chain loops`, () => {
     it.each<Mode>(['generate', 'stream'])('reach the caller as the provider threw them, never as a RangeError (%s)', async (mode) => {
       const error = cyclicError('Internal server error');
       const { mock, model } = h.setup({
@@ -148,7 +148,7 @@ export function hostileCases(h: Harness): void {
     });
   });
 
-  describe(`${h.label}: prompts the SDK never builds, from another middleware (defect 11)`, () => {
+  describe(`${h.label}: prompts the SDK never builds, from another middleware`, () => {
     it.each<Mode>(['generate', 'stream'])('a null entry: the call goes on, the entry is left out with an event (%s)', async (mode) => {
       const insertNull = h.rewrite((params) => ({ ...params, prompt: [params.prompt[0]!, null, ...params.prompt.slice(1)] as CallOptions['prompt'] }));
       const { mock, events, model } = h.setup({ reply: () => ({ text: 'ok' }) }, { upstream: [insertNull] });
@@ -187,7 +187,7 @@ export function hostileCases(h: Harness): void {
     });
   });
 
-  describe(`${h.label}: a context-length rejection inside the stream (defect 14)`, () => {
+  describe(`${h.label}: a context-length rejection inside the stream`, () => {
     it('before any content: retried once, compacted, and the caller sees only the retried stream', async () => {
       const { mock, events, model } = h.setup(
         streamScript((index, parts) =>
@@ -260,7 +260,7 @@ export function hostileCases(h: Harness): void {
     });
   });
 
-  describe(`${h.label}: the count a rejection reports (defect 14)`, () => {
+  describe(`${h.label}: the count a rejection reports`, () => {
     it.each<Mode>(['generate', 'stream'])('OpenAI with tools: the prompt total (12,422), not the messages alone (12,308) (%s)', async (mode) => {
       const message =
         "This model's maximum context length is 8192 tokens. However, your messages resulted in 12422 tokens (12308 in the messages, 114 in the functions). Please reduce the length of the messages or functions.";

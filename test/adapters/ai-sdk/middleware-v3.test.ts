@@ -262,7 +262,7 @@ describe('ai 6: message identity and compactTool', () => {
   });
 });
 
-// The table of hostile provider errors and prompts (issue 11) shared with ai 7.
+// The table of hostile provider errors and prompts shared with ai 7.
 hostileCases({
   label: 'ai 6',
   setup: (script, options = {}) => {

@@ -808,7 +808,7 @@ describe('compactTool', () => {
 });
 
 // -------------------------------------------------------------------------------------------------
-// Hostile provider errors and prompts (issue 11): the table shared with ai 6
+// Hostile provider errors and prompts: the table shared with ai 6
 // -------------------------------------------------------------------------------------------------
 
 hostileCases({

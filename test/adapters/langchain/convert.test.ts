@@ -302,7 +302,7 @@ describe('toGuardTools', () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// Provider references to a stored or signed original (issue 11, defect 13)
+// Provider references to a stored or signed original
 // ---------------------------------------------------------------------------------------------
 
 const LONG = 'The build log says: ' + 'step ok; '.repeat(3_000);

@@ -1,4 +1,4 @@
-// Overflow recovery in the LangChain adapters (issue 11): when the provider rejects a prompt for its
+// Overflow recovery in the LangChain adapters: when the provider rejects a prompt for its
 // length, withContextGuard (invoke, stream, batch) and the createAgent middleware's wrapModelCall
 // record the count it reports, compact, and retry the call exactly once; a second rejection reaches
 // the caller. The fake chat models throw what LangChain's provider packages throw: @langchain/openai
