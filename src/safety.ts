@@ -201,3 +201,21 @@ export class CheckedInputs {
     this.last.delete(sessionId);
   }
 }
+
+/**
+ * The prompt a call that failed inside the guard sends, with its estimate at `correction`: the
+ * smallest prompt that fits `threshold` (see minimalPrompt). Never throws.
+ */
+export function failClosedPrompt(messages: readonly GuardMessage[], threshold: number, correction: number): { messages: GuardMessage[]; tokens: number } {
+  const out = minimalPrompt(messages, threshold, correction);
+  let tokens = 0;
+  for (const m of out) {
+    try {
+      const measure = measureMessage(m, 'generic');
+      tokens += (measure.chars / CHARS_PER_TOKEN) * correction + measure.mediaTokens;
+    } catch {
+      // Counted as nothing: minimalPrompt already priced what it kept.
+    }
+  }
+  return { messages: out, tokens: Math.ceil(tokens) };
+}

@@ -1,0 +1,111 @@
+// The public contract of a guard: what beforeModel and afterModel take and return, and the
+// guard's methods. The implementation is createContextGuard (guard.ts).
+import type { ResolvedOptions } from './config.ts';
+import type { CompactionResult } from './compaction/types.ts';
+import type { GuardMessage, ToolDefinition } from './messages.ts';
+import type { SessionStatus } from './state/session.ts';
+
+export interface BeforeModelInput {
+  /** Identifies the conversation: calibration and summaries are per session. */
+  sessionId: string;
+  /** Resolves the window when `contextWindow` is not set, and the media pricing. */
+  modelId?: string;
+  messages: readonly GuardMessage[];
+  /** Function-tool definitions sent with the call; they count toward the prompt. */
+  tools?: readonly ToolDefinition[];
+  /**
+   * The model's window as the host knows it (a LangChain model profile's `maxInputTokens`, say).
+   * Used when the `contextWindow` option is not set; wins over `models` and the registry.
+   */
+  contextWindow?: number;
+  /**
+   * The model call's abort signal. When it fires during a compaction, the summarizer's signal
+   * fires too and the mechanical digest is used, so an aborted call does not wait for a summary.
+   */
+  signal?: AbortSignal;
+}
+
+export interface BeforeModelResult {
+  /** The messages to send. The input array is never mutated. */
+  messages: GuardMessage[];
+  /** Calibrated estimate of what `messages` + `tools` will cost. */
+  tokens: number;
+  /** window − buffer; `Infinity` when no window is known for the model (see `config-error`). */
+  threshold: number;
+  /** Undefined when no window is known for the model. */
+  contextWindow: number | undefined;
+  /** tokens / contextWindow (0 when no window is known). */
+  fraction: number;
+  /** Set only when this call ran a new compaction (re-applying a stored summary is not one). */
+  compaction?: CompactionResult;
+  /**
+   * True when `tokens` is over the threshold because of what the guard may not touch (system
+   * messages, tools, the latest request): the smallest prompt was sent. The `overflow` event says
+   * so once, on the compaction that found it; later calls with nothing new to compact send the
+   * same prompt without compacting again.
+   */
+  overflow?: boolean;
+}
+
+export interface CompactOptions {
+  /** What the summary should emphasize. */
+  focus?: string;
+}
+
+export interface ModelUsage {
+  /**
+   * The prompt's total input tokens, cached tokens included (the AI SDK's
+   * `usage.inputTokens.total`, LangChain's `usage_metadata.input_tokens`).
+   */
+  inputTokens: number;
+  outputTokens?: number;
+  /**
+   * Cached tokens a provider reports *apart from* `inputTokens` (Anthropic's raw
+   * `cache_read_input_tokens` / `cache_creation_input_tokens`): added to it. Leave them out when
+   * `inputTokens` already includes them.
+   */
+  cacheReadInputTokens?: number;
+  cacheWriteInputTokens?: number;
+}
+
+export interface AfterModelInput {
+  sessionId: string;
+  /** Usage as the provider reported it; missing or malformed usage is ignored with an event. */
+  usage: ModelUsage | undefined | null;
+}
+
+export interface RecoverFromOverflowInput {
+  sessionId: string;
+  /** What the model call threw (or the error part a stream ended with). */
+  error: unknown;
+}
+
+export interface RecoverFromOverflowResult {
+  /** Whether the error is a context-length rejection the guard prepared a retry for. */
+  retry: boolean;
+  /** The prompt's size as the provider reported it, when the error says. */
+  reportedTokens?: number;
+}
+
+export interface ContextGuard {
+  beforeModel(input: BeforeModelInput): Promise<BeforeModelResult>;
+  afterModel(input: AfterModelInput): Promise<void>;
+  /** What a UI shows: tokens, threshold and fraction of the window; undefined for an unknown session. */
+  status(sessionId: string): Promise<SessionStatus | undefined>;
+  /**
+   * Marks the session so that its next beforeModel compacts even under the threshold (a user's
+   * `/compact`, or the model's compact tool), with `focus` steering the summary.
+   */
+  compact(sessionId: string, options?: CompactOptions): Promise<void>;
+  /** Drops a session's state (its calibration, summary and cached measures). */
+  reset(sessionId: string): Promise<void>;
+  /**
+   * After a model call failed: when the error is a provider's context-length rejection, records the
+   * prompt size it reports (a real count), requests a compaction and answers `retry: true`: the
+   * caller then runs beforeModel again and retries the call once. Any other error: `retry: false`,
+   * nothing changes. One guard operation (one lock, one store round trip); never throws.
+   */
+  recoverFromOverflow(input: RecoverFromOverflowInput): Promise<RecoverFromOverflowResult>;
+  /** The validated options with their defaults. */
+  readonly options: Readonly<ResolvedOptions>;
+}

@@ -1,0 +1,115 @@
+// What one model call is measured against: its window and threshold (from the options, the host,
+// or the model registry), how its text is counted, and the measures of its messages. Problems with
+// the configuration surface here, once each, as events; the call goes on.
+import { MIN_CONTEXT_WINDOW, thresholdFor, type ResolvedOptions } from './config.ts';
+import type { ContextGuardEvent } from './events.ts';
+import type { GuardMessage, ToolDefinition } from './messages.ts';
+import { CHARACTER_MEASURE, encodingFor, textMeasure, type TextMeasure } from './tokens/exact.ts';
+import { mediaProviderForModel } from './tokens/media.ts';
+import type { MeasuredPrompt, PromptMeasurer } from './tokens/prompt-measure.ts';
+import { resolveModelInfo } from './tokens/windows.ts';
+
+/** One beforeModel call: its messages, its window, and how its prompts are measured. */
+export interface Call {
+  sessionId: string;
+  /** The host's messages (entries that are not messages already left out). */
+  hostMessages: readonly GuardMessage[];
+  tools: readonly ToolDefinition[] | undefined;
+  /** Undefined when no window is known for the model: the prompt passes through unguarded. */
+  contextWindow: number | undefined;
+  threshold: number;
+  /** A prompt measured with the tools, incrementally against this session's previous prompt. */
+  measure: (messages: GuardMessage[]) => MeasuredPrompt;
+  /** The host's messages measured on their own (fingerprints and hashes for the memo). */
+  measureHost: () => MeasuredPrompt;
+  /** Content hash of host message i. */
+  hashOf: (index: number) => number;
+  /** Messages measured with the tools, apart from the session's prompt (not to disturb its incremental measure). */
+  measureApart: (messages: GuardMessage[]) => MeasuredPrompt;
+}
+
+/** Resolves windows, thresholds and text measures, reporting each configuration problem once. */
+export class CallResolver {
+  private readonly reportedModels = new Set<string>();
+  private tokenizerReported = false;
+  private readonly options: ResolvedOptions;
+  private readonly emit: (event: ContextGuardEvent) => void;
+
+  constructor(options: ResolvedOptions, emit: (event: ContextGuardEvent) => void) {
+    this.options = options;
+    this.emit = emit;
+  }
+
+  /** The window of a call: the option, else the host's, else the registry's; undefined (reported once per model) when none is known. */
+  window(sessionId: string, modelId: string | undefined, callWindow: number | undefined): number | undefined {
+    if (this.options.contextWindow !== undefined) return this.options.contextWindow;
+    // A host's window below the minimum (a profile's placeholder, a fraction) is no window at all.
+    if (typeof callWindow === 'number' && Number.isFinite(callWindow) && callWindow >= MIN_CONTEXT_WINDOW) return callWindow;
+    const window = modelId ? resolveModelInfo(modelId, this.options.models)?.contextWindow : undefined;
+    if (window !== undefined) return window;
+    const key = modelId ?? '';
+    if (!this.reportedModels.has(key)) {
+      this.reportedModels.add(key);
+      this.emit({
+        type: 'config-error',
+        sessionId,
+        field: 'contextWindow',
+        ...(modelId ? { modelId } : {}),
+        message: modelId
+          ? `no context window is known for model "${modelId}": set \`contextWindow\` or add it to \`models\`; the prompt is passed through unguarded`
+          : 'no `contextWindow` is set and the call has no `modelId`; the prompt is passed through unguarded',
+      });
+    }
+    return undefined;
+  }
+
+  threshold(sessionId: string, window: number): number {
+    const threshold = thresholdFor(window, this.options.buffer);
+    if (threshold > 0) return threshold;
+    // A fixed buffer larger than a (registry-resolved) window: keep the default fraction instead.
+    this.emit({ type: 'config-warning', sessionId, field: 'buffer', message: `buffer leaves no room in a ${window}-token window; using 20% of the window` });
+    return thresholdFor(window, undefined);
+  }
+
+  /** How a call's text is measured; characters when the tokenizer cannot load (reported once). */
+  async textMeasure(sessionId: string, modelId: string | undefined): Promise<TextMeasure> {
+    const encoding = encodingFor(this.options.exactCounting, modelId, this.options.models);
+    try {
+      return await textMeasure(encoding);
+    } catch (error) {
+      if (!this.tokenizerReported) {
+        this.tokenizerReported = true;
+        this.emit({ type: 'config-warning', sessionId, field: 'exactCounting', message: `gpt-tokenizer (${encoding}) could not be loaded, counting characters instead: ${String(error)}` });
+      }
+      return CHARACTER_MEASURE;
+    }
+  }
+
+  /** Everything a beforeModel call measures with. */
+  async call(
+    measurer: PromptMeasurer,
+    input: { sessionId: string; modelId?: string; messages: readonly GuardMessage[]; tools?: readonly ToolDefinition[]; contextWindow?: number },
+  ): Promise<Call> {
+    const { sessionId, modelId, tools, messages: hostMessages } = input;
+    const contextWindow = this.window(sessionId, modelId, input.contextWindow);
+    const threshold = contextWindow === undefined ? Number.POSITIVE_INFINITY : this.threshold(sessionId, contextWindow);
+    const text = await this.textMeasure(sessionId, modelId);
+    const provider = mediaProviderForModel(modelId);
+    let host: MeasuredPrompt | undefined;
+    const measureHost = () => (host ??= measurer.measure(hostKey(sessionId), hostMessages, undefined, provider, text));
+    return {
+      sessionId,
+      hostMessages,
+      tools,
+      contextWindow,
+      threshold,
+      measure: (messages) => measurer.measure(sessionId, messages, tools, provider, text),
+      measureHost,
+      hashOf: (i) => measureHost().entries[i]?.hash ?? 0,
+      measureApart: (messages) => measurer.measure(`${sessionId}\u0000apart`, messages, tools, provider, text),
+    };
+  }
+}
+
+/** The measurer's key for a session's host messages measured on their own. */
+export const hostKey = (sessionId: string): string => `${sessionId}\u0000input`;

@@ -1,0 +1,178 @@
+// One compaction of one call: the beforeCompact hook, the pricing the pipeline plans with, the
+// pipeline itself with the summarizer wired in (its deadline, its circuit breaker, its events),
+// and the afterwards: events, the result, and the memo the next calls re-apply.
+import type { Call } from '../call.ts';
+import { compactionSettings, type ResolvedOptions } from '../config.ts';
+import type { ContextGuardEvent } from '../events.ts';
+import type { GuardMessage } from '../messages.ts';
+import type { CalibrationState } from '../state/session.ts';
+import { compactionCalibration, priceAfterReset, tokensPerCharAfterReset } from '../tokens/calibration.ts';
+import { CHARS_PER_TOKEN } from '../tokens/heuristic.ts';
+import { requestEditsDropped, type CompactionMemo, type View } from './memo.ts';
+import { requestIndex, runPipeline, type PipelineInput } from './pipeline.ts';
+import { summarize, type CircuitBreaker } from './summarize.ts';
+import type { CompactionReason, CompactionResult } from './types.ts';
+
+/** What the call knows when it compacts. */
+export interface CompactionRequest {
+  reason: CompactionReason;
+  focus: string | undefined;
+  signal: AbortSignal | undefined;
+  /** The prompt as it would be sent now, its estimate, and the memo and calibration it came from. */
+  view: View;
+  tokens: number;
+  memo: CompactionMemo;
+  summaryApplies: boolean;
+  calibration: CalibrationState;
+  /** Real counts recorded in the session so far. */
+  usageRecorded: number;
+}
+
+export interface CompactionOutcome {
+  messages: GuardMessage[];
+  tokens: number;
+  memo: CompactionMemo;
+  /** The calibration the compaction planned with: the session's, reset. */
+  calibration: CalibrationState;
+  result: CompactionResult;
+}
+
+export interface CompactionEnv {
+  options: ResolvedOptions;
+  emit: (event: ContextGuardEvent) => void;
+  /** One per guard: a failing summarizer fails for every session. */
+  breaker: CircuitBreaker;
+}
+
+/** Runs the compaction pipeline with its hooks and events; undefined when nothing was done (or a hook cancelled it). */
+export async function compact(call: Call, r: CompactionRequest, env: CompactionEnv): Promise<CompactionOutcome | undefined> {
+  const contextWindow = call.contextWindow as number;
+  const settings = compactionSettings(env.options, contextWindow, call.threshold);
+  const hook = await askBeforeCompact(call, r, env, settings.target);
+  if (hook === 'cancel') return undefined;
+  const started = Date.now();
+  // The pipeline prices prompts as the calls after the compaction will (see compactionCalibration).
+  const now = call.measure(r.view.messages);
+  const reset = compactionCalibration(r.calibration, env.options.calibration, r.tokens, now.chars, now.mediaTokens);
+  const input = pipelineInput(call, r, env, { settings, reset, override: hook, deadline: started + settings.compactionTimeoutMs });
+  let output: Awaited<ReturnType<typeof runPipeline>>;
+  try {
+    output = await runPipeline(input(env.options.summarizer));
+  } catch (error) {
+    // A bug in a compaction step must not send the bloated prompt: report it and compact again
+    // the plainest way (mechanical summary, no summarizer involved).
+    env.emit({ type: 'error', sessionId: call.sessionId, stage: 'compaction', error });
+    output = await runPipeline(input(undefined));
+  }
+  if (!output.result) return undefined;
+  const result: CompactionResult = { ...output.result, durationMs: Date.now() - started };
+  const tokens = Math.ceil(output.tokens);
+  if (result.overflow) env.emit({ type: 'overflow', sessionId: call.sessionId, tokens, threshold: call.threshold, contextWindow });
+  env.emit({ type: 'compaction-end', sessionId: call.sessionId, ...result });
+  return { messages: output.view.messages, tokens, memo: withRequestDecision(call, output.memo, r.usageRecorded), calibration: reset, result };
+}
+
+/** The hook's answer: 'cancel', a summary to use instead of the summarizer's, or undefined. */
+async function askBeforeCompact(call: Call, r: CompactionRequest, env: CompactionEnv, target: number): Promise<'cancel' | string | undefined> {
+  const hook = env.options.beforeCompact;
+  if (!hook) return undefined;
+  try {
+    const answer = await hook({
+      sessionId: call.sessionId,
+      reason: r.reason,
+      messages: r.view.messages,
+      tokens: r.tokens,
+      threshold: call.threshold,
+      target,
+      focus: r.focus,
+    });
+    // Cancelling is honoured while the prompt still fits the window; past it, the guard never sends it.
+    if (answer?.cancel === true && r.tokens <= (call.contextWindow as number)) return 'cancel';
+    if (typeof answer?.summary === 'string' && answer.summary.trim()) return answer.summary.trim();
+  } catch (error) {
+    env.emit({ type: 'error', sessionId: call.sessionId, stage: 'beforeCompact', error });
+  }
+  return undefined;
+}
+
+interface Plan {
+  settings: ReturnType<typeof compactionSettings>;
+  reset: CalibrationState;
+  override: string | undefined;
+  /** One deadline for every summarizer call of this compaction; past it the rest folds mechanically. */
+  deadline: number;
+}
+
+/** The pipeline's input for a summarizer (undefined: the mechanical digest only). */
+function pipelineInput(call: Call, r: CompactionRequest, env: CompactionEnv, plan: Plan) {
+  const { sessionId } = call;
+  const { options, emit } = env;
+  const tokensPerChar = tokensPerCharAfterReset(plan.reset, options.calibration);
+  const onDigestLoss = (lostMessages: number, lostUserMessages: number) => {
+    if (lostMessages > 0) emit({ type: 'digest-loss', sessionId, lostMessages, lostUserMessages });
+  };
+  let startEmitted = false;
+  const onStart = () => {
+    if (startEmitted) return;
+    startEmitted = true;
+    const { reason, tokens, focus } = r;
+    emit({ type: 'compaction-start', sessionId, reason, tokens, threshold: call.threshold, target: plan.settings.target, messages: r.view.messages.length, ...(focus !== undefined ? { focus } : {}) });
+  };
+  return (summarizer: ResolvedOptions['summarizer']): PipelineInput => ({
+    sessionId,
+    reason: r.reason,
+    focus: r.focus,
+    input: call.hostMessages,
+    hashOf: call.hashOf,
+    prefixOf: (n) => {
+      const host = call.measureHost();
+      return { messages: n, chars: host.cumChars[n - 1] ?? 0, hash: n > 0 ? (host.cumHash[n - 1] ?? 0) : 0 };
+    },
+    memo: r.memo,
+    summaryApplies: r.summaryApplies,
+    settings: plan.settings,
+    threshold: call.threshold,
+    contextWindow: call.contextWindow as number,
+    redact: options.redact,
+    tokensBefore: r.tokens,
+    measure: call.measure,
+    price: priceAfterReset(plan.reset, options.calibration),
+    tokensPerChar,
+    onStart,
+    onDigestLoss,
+    summarize: async (messages, previousSummary, roomTokens, userRoomTokens) => {
+      const outcome = await summarize(
+        {
+          sessionId,
+          messages,
+          previousSummary,
+          focus: r.focus,
+          maxSummaryTokens: plan.settings.maxSummaryTokens,
+          summarizerContextWindow: plan.settings.summarizerContextWindow,
+          timeoutMs: plan.settings.summarizerTimeoutMs,
+          deadline: plan.deadline,
+          tokensPerChar: Math.max(tokensPerChar, options.calibration.default / CHARS_PER_TOKEN),
+          summarizer,
+          roomTokens,
+          userRoomTokens,
+          redact: options.redact,
+          ...(r.signal ? { signal: r.signal } : {}),
+          breaker: env.breaker,
+          onFailure: (reason, consecutiveFailures, error) =>
+            emit({ type: 'summarizer-failed', sessionId, reason, consecutiveFailures, ...(error !== undefined ? { error } : {}) }),
+        },
+        plan.override,
+      );
+      onDigestLoss(outcome.lostMessages, outcome.lostUserMessages);
+      return outcome;
+    },
+  });
+}
+
+/** A request left cut or without its media is not retried until the history or the calibration changes. */
+function withRequestDecision(call: Call, memo: CompactionMemo, usageRecorded: number): CompactionMemo {
+  const request = requestIndex(call.hostMessages, memo.own);
+  const { requestDecided: _old, ...rest } = memo;
+  if (!requestEditsDropped(memo, request)) return rest;
+  return { ...rest, requestDecided: { request, messages: call.hostMessages.length, usage: usageRecorded } };
+}

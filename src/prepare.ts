@@ -1,0 +1,144 @@
+// Measure and decide. The session's memo is re-applied to the host's messages (the summary and the
+// edits of earlier compactions), tool pairing is repaired, the prompt is estimated with the
+// session's calibration, and the call decides whether to compact. Pure but for the measurer's
+// incremental caches: no store, no events.
+import type { Call } from './call.ts';
+import type { ResolvedCalibration } from './config.ts';
+import { renderView, requestEditsDropped, type CompactionMemo, type View } from './compaction/memo.ts';
+import { hasCompactable, requestIndex } from './compaction/pipeline.ts';
+import { lastUnitStart, repairToolPairing } from './compaction/structure.ts';
+import type { SessionState } from './state/session.ts';
+import { compactionCalibration, estimate, priceAfterReset, type Estimate } from './tokens/calibration.ts';
+import { extendsPrompt, type MeasuredPrompt } from './tokens/prompt-measure.ts';
+
+/** Everything a call works out from the session's state before deciding to compact. */
+export interface Prepared {
+  memo: CompactionMemo | undefined;
+  /** Whether the memo's summary covers the start of the host's history. */
+  summaryApplies: boolean;
+  view: View;
+  measured: MeasuredPrompt;
+  /** Whether the prompt starts with the one the last real count measured. */
+  extendsAnchor: boolean;
+  est: Estimate;
+  /** The memo was changed by this call (not by a compaction) and must be stored. */
+  memoChanged?: boolean;
+  /** The latest request is sent cut or without its media although, with only the fixed part, it would fit whole. */
+  requestEdited?: boolean;
+}
+
+/**
+ * Per session, the index before which the view's messages were checked and needed no tool-pairing
+ * repair: the next call checks from there, so the cost follows what was added.
+ */
+export class PairingProgress {
+  private readonly validUpTo = new Map<string, number>();
+  private readonly max: number;
+
+  constructor(max: number) {
+    this.max = max;
+  }
+
+  take(sessionId: string): number {
+    const n = this.validUpTo.get(sessionId) ?? 0;
+    this.validUpTo.delete(sessionId);
+    return n;
+  }
+
+  set(sessionId: string, n: number): void {
+    this.validUpTo.set(sessionId, n);
+    if (this.validUpTo.size > this.max) this.validUpTo.delete(this.validUpTo.keys().next().value as string);
+  }
+
+  forget(sessionId: string): void {
+    this.validUpTo.delete(sessionId);
+  }
+}
+
+/** The prompt `memo` makes of the host's messages, repaired and estimated. */
+function prepareWith(call: Call, state: SessionState, stored: CompactionMemo | undefined, c: ResolvedCalibration, pairing: PairingProgress): Prepared {
+  let memo = stored;
+  let summaryApplies = false;
+  if (memo?.summary) {
+    summaryApplies = extendsPrompt(call.measureHost(), memo.summary.covers);
+    if (!summaryApplies) {
+      // The host's history no longer starts with what the summary covers (a new conversation on
+      // this session id, or a host that stores the compacted history itself): it is stale.
+      const { summary: _stale, ...rest } = memo;
+      memo = rest;
+    }
+  }
+  const view = renderView(call.hostMessages, memo, summaryApplies, call.hashOf, false);
+  let measured = call.measure(view.messages);
+  const repaired = repairToolPairing(view.messages, Math.min(pairing.take(call.sessionId), measured.unchanged));
+  if (repaired.unansweredCalls + repaired.orphanResults > 0) {
+    view.messages = repaired.messages;
+    view.unansweredCalls = repaired.unansweredCalls;
+    view.orphanResults = repaired.orphanResults;
+    measured = call.measure(view.messages);
+  } else {
+    pairing.set(call.sessionId, lastUnitStart(view.messages));
+  }
+  const anchor = state.calibration.anchor;
+  const extendsAnchor = anchor !== undefined && extendsPrompt(measured, anchor.prompt);
+  const response = extendsAnchor ? measured.entries[anchor.prompt.messages] : undefined;
+  const est = estimate(
+    measured,
+    state.calibration,
+    c,
+    extendsAnchor ? { responseChars: response?.message.role === 'assistant' ? response.chars : undefined } : undefined,
+  );
+  return { memo, summaryApplies, view, measured, extendsAnchor, est };
+}
+
+/**
+ * The prompt the session's state makes of the call's messages, and its estimate. The latest
+ * request cut, or its images left out, to fit by an earlier compaction is sent whole again as soon
+ * as it fits (the calibration learned the provider counts less than feared): its edits are dropped,
+ * all of them or the cut alone, decided on the estimate the next calls will make of it too (or a
+ * replay would compact again).
+ */
+export function prepare(call: Call, state: SessionState, c: ResolvedCalibration, pairing: PairingProgress): Prepared {
+  const p = prepareWith(call, state, state.memo, c, pairing);
+  const request = p.memo ? requestIndex(call.hostMessages, p.memo.own) : -1;
+  if (!p.memo || request < 0) return p;
+  let best = p;
+  for (const keepMedia of [false, true]) {
+    const relaxed = requestEditsDropped(p.memo, request, keepMedia);
+    if (!relaxed) continue;
+    const whole = prepareWith(call, state, relaxed, c, pairing);
+    if (whole.est.tokens > call.threshold) continue;
+    best = { ...whole, memoChanged: true };
+    break;
+  }
+  // Still edited although the request alone would fit: a compaction can make room for it (the
+  // steps before the last resort never touch the request). Once per new information: a compaction
+  // that kept the edits decided on this very history and calibration.
+  const edited = best.memo !== undefined && requestEditsDropped(best.memo, request) !== undefined;
+  const decided = best.memo?.requestDecided;
+  const unchanged = decided?.request === request && decided.messages === call.hostMessages.length && decided.usage === state.usageRecorded;
+  return edited && !unchanged && requestFitsAlone(call, state, request, best, c) ? { ...best, requestEdited: true } : best;
+}
+
+/** Whether the system messages, tools and the latest request, whole, fit: priced as a compaction of `p` would price its smallest prompt. */
+function requestFitsAlone(call: Call, state: SessionState, request: number, p: Prepared, c: ResolvedCalibration): boolean {
+  const alone = call.measureApart(call.hostMessages.filter((m, i) => m.role === 'system' || i === request));
+  const planned = compactionCalibration(state.calibration, c, p.est.tokens, p.measured.chars, p.measured.mediaTokens);
+  return priceAfterReset(planned, c)(alone.chars, alone.mediaTokens) <= call.threshold;
+}
+
+/**
+ * Whether this call compacts: on request (the compact tool, an overflow retry), to send a request
+ * whole that an earlier compaction had to cut, or over the threshold. Not when the last compaction
+ * already sent the smallest prompt (an overflow, reported once) and nothing was added since that
+ * another could remove; but never past the window itself (a real count may since have shown the
+ * prompt costs more), and never over the threshold with a request that was cut anyway.
+ */
+export function needsCompaction(call: Call, state: SessionState, p: Prepared): boolean {
+  if (call.contextWindow === undefined) return false;
+  if (state.compactRequest !== undefined || p.requestEdited === true) return true;
+  if (p.est.tokens <= call.threshold) return false;
+  if (p.memo?.overflowed !== true || p.est.tokens > call.contextWindow) return true;
+  const request = requestIndex(call.hostMessages, p.memo.own);
+  return p.memo.requestClip?.index === request || hasCompactable(p.view, request);
+}

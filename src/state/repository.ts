@@ -1,0 +1,171 @@
+// Where the guard reads and writes a session's state, and the rules that keep that safe: one call
+// of a session at a time in this process (a keyed lock), one compaction at a time across processes
+// (the store's lock, when it has one), and a store that fails or stalls never stalls the agent:
+// the guard goes on with the state this process last saw, kept in a bounded in-process copy, and
+// the next successful write brings the store up to date. Every failure is reported as an event.
+import type { StoreFailedEvent } from '../events.ts';
+import { KeyedLock } from './lock.ts';
+import { MemoryStore } from './memory.ts';
+import { emptySessionState, type SessionState } from './session.ts';
+import type { StateStore } from './store.ts';
+
+class StoreTimeout extends Error {
+  constructor(ms: number) {
+    super(`the store did not answer within ${ms} ms`);
+    this.name = 'StoreTimeout';
+  }
+}
+
+/** How far a session has gone: calls seen plus real counts recorded, which only grow. */
+const progress = (state: SessionState): number => state.calls + state.usageRecorded;
+
+/** The more advanced of two states (`local` on a tie only when there is no `remote`). */
+const freshest = (local: SessionState | undefined, remote: SessionState | undefined): SessionState | undefined =>
+  local && (!remote || progress(local) > progress(remote)) ? local : remote;
+
+export interface SessionRepositoryOptions {
+  /** The user's store; undefined for the default in-memory one. */
+  store: StateStore<SessionState> | undefined;
+  maxSessions: number;
+  storeTimeoutMs: number;
+  onStoreFailed: (event: Omit<StoreFailedEvent, 'type'>) => void;
+}
+
+type Outcome<T> = { ok: true; value: T } | { ok: false };
+
+export class SessionRepository {
+  private readonly store: StateStore<SessionState>;
+  /** The in-process copy kept beside a user's store (the default in-memory store needs none). */
+  private readonly shadow: MemoryStore<SessionState> | undefined;
+  private readonly calls = new KeyedLock();
+  /**
+   * Sessions whose store failed during the current call: the rest of that call uses the in-process
+   * copy at once, so a call waits for a failing store once at most. Calls of one session never
+   * overlap (the keyed lock), so the mark is cleared by each new call.
+   */
+  private readonly failedInCall = new Set<string>();
+  private readonly options: SessionRepositoryOptions;
+
+  constructor(options: SessionRepositoryOptions) {
+    this.options = options;
+    this.store = options.store ?? new MemoryStore<SessionState>({ maxSessions: options.maxSessions });
+    this.shadow = options.store ? new MemoryStore<SessionState>({ maxSessions: options.maxSessions }) : undefined;
+  }
+
+  /** Runs `task` as the session's only call in this process. */
+  run<T>(sessionId: string, task: () => Promise<T>): Promise<T> {
+    return this.calls.run(sessionId, async () => {
+      this.failedInCall.delete(sessionId);
+      try {
+        return await task();
+      } finally {
+        this.failedInCall.delete(sessionId);
+      }
+    });
+  }
+
+  async load(sessionId: string): Promise<SessionState> {
+    const got = await this.withStore(sessionId, 'get', () => this.store.get(sessionId));
+    const local = await this.shadow?.get(sessionId);
+    if (!got.ok) return local ?? emptySessionState();
+    // After an outage this process may be ahead of the store (it went on alone), or another
+    // process may be: the state with more recorded progress wins.
+    if (local && freshest(local, got.value) === local) return local;
+    if (got.value) await this.shadow?.set(sessionId, got.value);
+    return got.value ?? emptySessionState();
+  }
+
+  /**
+   * Writes what a call changed, applied to the freshest stored state: atomically with a store that
+   * can (another process's update in between is kept), else onto `loaded`.
+   */
+  async commit(sessionId: string, loaded: SessionState, change: (current: SessionState) => SessionState): Promise<SessionState> {
+    const update = this.store.update?.bind(this.store);
+    if (!update) {
+      const next = change(loaded);
+      await this.shadow?.set(sessionId, next);
+      await this.withStore(sessionId, 'set', () => this.store.set(sessionId, next));
+      return next;
+    }
+    const local = await this.shadow?.get(sessionId);
+    // After an outage the store may hold less than this process went on with: start from whichever
+    // has recorded more progress, so the calls made meanwhile are not lost.
+    const done = await this.withStore(sessionId, 'update', () =>
+      update(sessionId, (current) => change(freshest(local, current) ?? emptySessionState())),
+    );
+    const next = done.ok ? done.value : change((await this.shadow?.get(sessionId)) ?? loaded);
+    await this.shadow?.set(sessionId, next);
+    return next;
+  }
+
+  async delete(sessionId: string): Promise<void> {
+    await this.shadow?.delete(sessionId);
+    await this.withStore(sessionId, 'delete', () => this.store.delete(sessionId));
+  }
+
+  /**
+   * Takes the session's compaction lock, waiting while another process holds it, for at most
+   * `waitMs` (a holder that crashed keeps the lock until it expires: waiters then compact on their
+   * own, a duplicate summary at worst, never a stalled agent). `stillNeeded` reloads the state: when
+   * the holder's compaction already covers this call, there is nothing left to do. Never blocks on
+   * a failing store. `release` is undefined when no lock is held (none needed, or given up).
+   */
+  async lockCompaction(sessionId: string, ttlMs: number, waitMs: number, stillNeeded: () => Promise<boolean>): Promise<{ release?: () => Promise<void> }> {
+    const lock = this.store.lock?.bind(this.store);
+    if (!lock) return {};
+    const deadline = Date.now() + Math.min(ttlMs, waitMs);
+    for (let wait = 25; ; wait = Math.min(wait * 2, 500)) {
+      const attempt = lock(sessionId, ttlMs);
+      const got = await this.withStore(sessionId, 'lock', () => attempt);
+      if (!got.ok) {
+        // Given up on (the store stalled): if the lock is granted late, nobody would hold it.
+        attempt.then((release) => release?.()).catch(() => {});
+        return {};
+      }
+      if (got.value) {
+        // Another process may have finished just before: decide again on the fresh state.
+        const release = got.value;
+        if (await stillNeeded()) return { release: () => this.withStore(sessionId, 'lock', release).then(() => undefined) };
+        await this.withStore(sessionId, 'lock', release);
+        return {};
+      }
+      if (Date.now() >= deadline) return {};
+      await new Promise((resolve) => setTimeout(resolve, wait));
+      if (!(await stillNeeded())) return {};
+    }
+  }
+
+  /** Whether the store can lock a session across processes. */
+  get locks(): boolean {
+    return typeof this.store.lock === 'function';
+  }
+
+  /** The store's answer, or a `store-failed` report when it throws or is too slow. */
+  private async withStore<T>(sessionId: string, operation: StoreFailedEvent['operation'], run: () => Promise<T>): Promise<Outcome<T>> {
+    if (this.failedInCall.has(sessionId)) return { ok: false };
+    if (!this.options.store) {
+      // The default in-memory store answers at once: no timer on the per-call path.
+      try {
+        return { ok: true, value: await run() };
+      } catch (error) {
+        this.options.onStoreFailed({ sessionId, operation, reason: 'error', error });
+        return { ok: false };
+      }
+    }
+    const ms = this.options.storeTimeoutMs;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new StoreTimeout(ms)), ms);
+        (timer as { unref?: () => void }).unref?.();
+      });
+      return { ok: true, value: await Promise.race([Promise.resolve().then(run), timeout]) };
+    } catch (error) {
+      this.failedInCall.add(sessionId);
+      this.options.onStoreFailed({ sessionId, operation, reason: error instanceof StoreTimeout ? 'timeout' : 'error', error });
+      return { ok: false };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
