@@ -5,7 +5,7 @@
 import type { Call } from './call.ts';
 import type { ResolvedCalibration } from './config.ts';
 import { renderView, requestEditsDropped, type CompactionMemo, type View } from './compaction/memo.ts';
-import { hasCompactable, requestIndex } from './compaction/pipeline.ts';
+import { hasCompactable, requestIndex } from './compaction/request.ts';
 import { lastUnitStart, repairToolPairing } from './compaction/structure.ts';
 import type { SessionState } from './state/session.ts';
 import { compactionCalibration, estimate, priceAfterReset, type Estimate } from './tokens/calibration.ts';

@@ -9,7 +9,8 @@ import type { CalibrationState } from '../state/session.ts';
 import { compactionCalibration, priceAfterReset, tokensPerCharAfterReset } from '../tokens/calibration.ts';
 import { CHARS_PER_TOKEN } from '../tokens/heuristic.ts';
 import { requestEditsDropped, type CompactionMemo, type View } from './memo.ts';
-import { requestIndex, runPipeline, type PipelineInput } from './pipeline.ts';
+import { runPipeline, type PipelineInput } from './pipeline.ts';
+import { requestIndex } from './request.ts';
 import { summarize, type CircuitBreaker } from './summarize.ts';
 import type { CompactionReason, CompactionResult } from './types.ts';
 

@@ -1,0 +1,83 @@
+// Step 4, when even hard fit leaves the prompt over the threshold (or the system messages, tools
+// and the request's text are over it from the start): the smallest prompt, the system messages and
+// the latest request, nothing else. What leaves the prompt is folded into the summary's text as a
+// digest: not sent now, but the next summary builds on it. Then, only as far as needed: the
+// request's own images and files, oldest first; its text, only when it alone exceeds what is left
+// of the window (it is the one message the model must see whole).
+import type { GuardMessage } from '../../messages.ts';
+import { mechanicalDigest } from '../mechanical.ts';
+import { MIN_KEPT_CHARS, type Work } from '../work.ts';
+import { replaceMediaUntil } from './hard-fit.ts';
+
+/** Whether the result is an overflow: over the threshold, or the request had to be cut. */
+export function lastResort(w: Work): boolean {
+  smallestPrompt(w);
+  // What now stands for the older messages, though not sent: the digest the next summary builds on.
+  if (w.memo.summary?.text) {
+    w.stats.summary = w.memo.summary.text;
+    w.stats.summaryTokens = Math.ceil(w.memo.summary.text.length * w.p.tokensPerChar);
+  }
+  w.changed('hard-fit');
+  if (w.cur.tokens > w.p.threshold) replaceMediaUntil(w, w.p.threshold, (o) => o === w.request);
+  // A request that had to be cut is an overflow too: the event tells the host it was not sent whole.
+  const cut = w.cur.tokens > w.p.contextWindow && fitRequest(w);
+  return cut || w.cur.tokens > w.p.threshold;
+}
+
+function smallestPrompt(w: Work): void {
+  const { p, memo, cur, request } = w;
+  const systems: number[] = [];
+  p.input.forEach((m, i) => {
+    if (m?.role === 'system') systems.push(i);
+  });
+  const leaving: GuardMessage[] = [];
+  cur.view.messages.forEach((m, i) => {
+    const o = cur.view.origin[i] ?? -1;
+    // The host's own words, not the placeholders and cuts of this compaction.
+    if (o >= 0 && o !== request && m.role !== 'system') leaving.push(p.input[o] as GuardMessage);
+  });
+  let text = memo.summary?.text ?? '';
+  if (leaving.length > 0) {
+    const maxChars = Math.floor(p.settings.maxSummaryTokens / p.tokensPerChar);
+    const digest = mechanicalDigest(leaving, { ...(text ? { previousSummary: text } : {}), maxChars });
+    text = p.redact(digest.text);
+    p.onDigestLoss(digest.lostMessages, digest.lostUserMessages);
+  }
+  memo.summary = {
+    covers: p.prefixOf(p.input.length),
+    keep: request >= 0 ? [...systems, request] : systems,
+    messages: [],
+    text,
+    ...(memo.summary?.fileOps ? { fileOps: memo.summary.fileOps } : {}),
+  };
+}
+
+/**
+ * Cuts the request (head and tail kept, a marker saying how much was left out) until the prompt is
+ * under the threshold. Characters are measured the way the guard prices them (exact counting makes
+ * a character of emoji or CJK cost more than a letter), so the cut is re-measured and tightened
+ * until it fits, a few rounds at most. Whether the request was cut.
+ */
+function fitRequest(w: Work): boolean {
+  const { request } = w;
+  if (request < 0 || w.cur.view.origin.indexOf(request) < 0) return false;
+  let chars = textLength(w.p.input[request] as GuardMessage);
+  for (let round = 0; round < 6 && w.cur.tokens > w.p.threshold && chars > MIN_KEPT_CHARS; round++) {
+    const requestTokens = w.messageTokens(w.cur.view.origin.indexOf(request));
+    const keepShare = requestTokens > 0 ? Math.max(0, (requestTokens - (w.cur.tokens - w.p.threshold)) / requestTokens) : 0;
+    chars = Math.max(MIN_KEPT_CHARS, Math.floor(chars * keepShare * 0.95) - 100);
+    w.memo.requestClip = { index: request, chars };
+    w.cur = w.render();
+  }
+  return w.memo.requestClip?.index === request;
+}
+
+/** Characters of a message's text parts (what a clip works on). */
+function textLength(message: GuardMessage): number {
+  const content = message.content as unknown;
+  if (typeof content === 'string') return content.length;
+  if (!Array.isArray(content)) return 0;
+  let n = 0;
+  for (const part of content) if (part?.type === 'text' && typeof part.text === 'string') n += part.text.length;
+  return n;
+}

@@ -1,0 +1,162 @@
+// Step 2: everything before a cut point (never inside a tool-call unit) is summarized into one
+// summary message, updating the previous summary instead of summarizing a summary; the
+// summarizer's failures fall back to the mechanical digest. What stays verbatim: system messages,
+// the first user request when small (keep-recent), the recent tail (keep-recent), and the latest
+// request, which is never summarized: when the cut passes it, it is sent whole after the summary.
+import type { GuardMessage } from '../../messages.ts';
+import { extractFileOps, parseFileOpsFooter, renderFileOpsFooter, stripFileOpsFooter, type FileOps } from '../file-ops.ts';
+import { renderView } from '../memo.ts';
+import { continuationNote, isContinuation, isOwnMessage, rememberOwn, summaryBodyOf, summaryMessage } from '../placement.ts';
+import { leadingSystemCount, unitsOf, type Unit } from '../structure.ts';
+import type { CompactionStep } from '../types.ts';
+import type { Work } from '../work.ts';
+
+/** Summarizes what is before the cut; the step it took, or undefined when there was nothing to summarize. */
+export async function summarizeOlder(w: Work): Promise<void> {
+  const cut = chooseCut(w);
+  if (!cut) return;
+  const gathered = gather(w, cut.from, cut.cut);
+  if (gathered.toSummarize.length === 0) return;
+  w.start();
+  const step = await writeSummary(w, cut.cut, gathered);
+  w.changed(step);
+}
+
+/**
+ * The cut: keep-recent keeps the newest units within the tail budget (always the last one);
+ * summarize-all keeps nothing. The tail gets what the target leaves once the fixed part (system
+ * messages, tools, the kept head) and the summary are counted, at most keepRecentTokens; a manual
+ * compaction keeps at most half of the conversation, so that it always has something to summarize.
+ */
+function chooseCut(w: Work): { from: number; cut: number } | undefined {
+  const s = w.settings;
+  const { messages } = w.cur.view;
+  const from = Math.max(w.cur.view.headLength, w.memo.summary ? 0 : leadingSystemCount(messages));
+  const units = unitsOf(messages, from);
+  if (units.length === 0) return undefined;
+  let cut = messages.length;
+  if (s.retention === 'keep-recent') {
+    let conversation = 0;
+    for (let i = from; i < messages.length; i++) conversation += w.messageTokens(i);
+    let budget = Math.min(s.keepRecentTokens, Math.max(0, s.target - (w.cur.tokens - conversation) - s.maxSummaryTokens));
+    if (w.p.reason === 'manual') budget = Math.min(budget, conversation / 2);
+    const unitTokens = (u: Unit) => {
+      let t = 0;
+      for (let i = u.start; i < u.end; i++) t += w.messageTokens(i);
+      return t;
+    };
+    let k = units.length - 1;
+    let acc = unitTokens(units[k] as Unit);
+    while (k > 0 && acc + unitTokens(units[k - 1] as Unit) <= budget) acc += unitTokens(units[--k] as Unit);
+    cut = (units[k] as Unit).start;
+  }
+  return cut > from ? { from, cut } : undefined;
+}
+
+interface Gathered {
+  /** Host indices kept verbatim before the summary. */
+  keep: number[];
+  toSummarize: GuardMessage[];
+  summarizedTokens: number;
+  previousSummary: string | undefined;
+  previousFileOps: FileOps | undefined;
+}
+
+/** What the summary stands for, and what stays verbatim before it. */
+function gather(w: Work, from: number, cut: number): Gathered {
+  const { p, memo, settings: s, request } = w;
+  const { messages, origin } = w.cur.view;
+  const own = memo.own;
+  const firstUser = p.input.findIndex((m) => m?.role === 'user');
+  const g: Gathered = {
+    keep: memo.summary ? [...memo.summary.keep] : origin.slice(0, from).filter((o) => o >= 0),
+    toSummarize: [],
+    summarizedTokens: 0,
+    previousSummary: memo.summary?.text,
+    previousFileOps: memo.summary?.fileOps,
+  };
+  // The summarizer reads the messages as the host wrote them, not the placeholders and truncations
+  // of earlier prunes (its transcript clips each tool result on its own): what was pruned to save
+  // context is still worth a line in the summary, errors above all.
+  const unedited =
+    Object.keys(memo.tools).length + Object.keys(memo.clips).length > 0
+      ? renderView(p.input, { ...memo, tools: {}, clips: {} }, memo.summary !== undefined, p.hashOf).messages
+      : messages;
+  // A request an earlier summary sent after itself is an old message once a newer one came: it is
+  // summarized with the rest (first: it came before them).
+  const earlierRequest = memo.summary?.request;
+  if (earlierRequest !== undefined && earlierRequest !== request && p.input[earlierRequest]) g.toSummarize.push(p.input[earlierRequest] as GuardMessage);
+  for (let i = from; i < cut; i++) {
+    const m = messages[i] as GuardMessage;
+    const o = origin[i] ?? -1;
+    if (m.role === 'system') {
+      g.keep.push(o);
+      continue;
+    }
+    const found = isOwnMessage(m, own) ? summaryBodyOf(m) : undefined;
+    if (found !== undefined) {
+      // A summary the host kept in its history (a stateful host that applied our compaction). Its
+      // file list is rebuilt from the tool calls, not carried as text.
+      const body = stripFileOpsFooter(found);
+      g.previousFileOps ??= parseFileOpsFooter(found);
+      g.previousSummary = g.previousSummary === undefined ? body : `${g.previousSummary}\n\n${body}`;
+      continue;
+    }
+    // A continuation the guard wrote stands for a request that is in the history anyway.
+    if (isContinuation(m) && o !== request && isOwnMessage(m, own)) continue;
+    if (s.retention === 'keep-recent' && s.keepFirstUserMessage && o === firstUser && w.messageTokens(i) <= Math.min(s.keepRecentTokens / 2, s.target / 10)) {
+      g.keep.push(o);
+      continue;
+    }
+    // The latest request is never summarized: it is sent whole after the summary.
+    if (o === request) continue;
+    g.toSummarize.push(unedited[i] ?? m);
+    g.summarizedTokens += w.messageTokens(i);
+  }
+  return g;
+}
+
+/** Calls the summarizer (or its fallback) and records the summary in the memo. */
+async function writeSummary(w: Work, cut: number, g: Gathered): Promise<CompactionStep> {
+  const { p, memo, settings: s, request, stats } = w;
+  const { messages, origin } = w.cur.view;
+  // The digest may fill most of the room the summarized messages leave under the target (the rest
+  // is for the summary's framing); to keep the start of every user message it may grow further,
+  // up to the threshold.
+  const rest = w.cur.tokens - g.summarizedTokens;
+  const outcome = await p.summarize(g.toSummarize, g.previousSummary, 0.75 * (s.target - rest) - 200 * p.tokensPerChar, 0.85 * (p.threshold - rest) - 200 * p.tokensPerChar);
+  stats.extended = outcome.extended === true;
+  const extracted = s.fileOps ? extractFileOps(g.toSummarize, s.fileOps, g.previousFileOps) : undefined;
+  // Paths are the conversation's words too: a clone URL may carry credentials.
+  const fileOps = extracted && { read: extracted.read.map(p.redact), modified: extracted.modified.map(p.redact) };
+  const footer = fileOps ? renderFileOpsFooter(fileOps) : '';
+  const text = outcome.text.trim();
+  const body = footer ? `${text}\n\n${footer}` : text;
+
+  // The request is still in place when it is kept or in the tail; otherwise it is sent right after
+  // the summary, whole, with a note telling the model to go on with it.
+  const requestKept = request < 0 || g.keep.includes(request) || (cut < messages.length && request >= (origin[cut] ?? Infinity));
+  const inserted: GuardMessage[] = [summaryMessage(body)];
+  const after = requestKept ? [] : [continuationNote()];
+  memo.own = rememberOwn(memo.own, [...inserted, ...after]);
+  const covers = cut < messages.length ? (origin[cut] as number) : p.input.length;
+  const systems = g.keep.filter((o) => p.input[o]?.role === 'system').sort((a, b) => a - b);
+  const others = g.keep.filter((o) => p.input[o]?.role !== 'system').sort((a, b) => a - b);
+  memo.summary = {
+    covers: p.prefixOf(covers),
+    keep: [...new Set([...systems, ...others])],
+    messages: inserted,
+    ...(requestKept ? {} : { request, after }),
+    text,
+    ...(fileOps ? { fileOps } : {}),
+  };
+
+  stats.summarized += g.toSummarize.length;
+  // The latest turn was split when its request is before the cut: its first steps are in the summary.
+  stats.splitTurn = s.retention === 'keep-recent' && request >= 0 && request < covers;
+  stats.calls += outcome.calls;
+  stats.inputTokens += outcome.inputTokens;
+  stats.summaryTokens = Math.ceil(body.length * p.tokensPerChar);
+  stats.summary = body;
+  return outcome.mechanical ? 'mechanical' : 'summary';
+}

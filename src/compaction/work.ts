@@ -1,0 +1,209 @@
+// A compaction in progress: the memo being edited, the prompt it renders, the statistics, and the
+// helpers every step shares. Each step (steps/*.ts) edits the memo (what to do to the host's
+// history) and re-renders the prompt from it, so what this call sends is exactly what later calls
+// will re-apply.
+import type { CompactionSettings } from '../config.ts';
+import type { GuardMessage } from '../messages.ts';
+import type { PromptFingerprint } from '../state/session.ts';
+import type { Entry } from '../tokens/prompt-measure.ts';
+import { renderView, requestEditsDropped, type CompactionMemo, type View } from './memo.ts';
+import { toolEditKey, toolResultsOf } from './prune.ts';
+import { requestIndex } from './request.ts';
+import type { SummarizeOutcome } from './summarize.ts';
+import type { CompactionReason, CompactionResult, CompactionStep } from './types.ts';
+
+/** Fewest characters hard fit leaves of a message or tool output: enough to say what it was. */
+export const MIN_KEPT_CHARS = 200;
+
+export interface PipelineInput {
+  sessionId: string;
+  reason: CompactionReason;
+  focus: string | undefined;
+  /** The host's messages. */
+  input: readonly GuardMessage[];
+  /** Content hash of host message i. */
+  hashOf: (index: number) => number;
+  /** Fingerprint of the host's first n messages. */
+  prefixOf: (n: number) => PromptFingerprint;
+  memo: CompactionMemo;
+  /** Whether `memo.summary` covers the start of `input`. */
+  summaryApplies: boolean;
+  settings: CompactionSettings;
+  threshold: number;
+  /** The model's window: the latest request is kept whole whenever it fits what is left of it. */
+  contextWindow: number;
+  /** Applied to everything the compaction writes that quotes the conversation (digests, continuations, file lists). */
+  redact: (text: string) => string;
+  tokensBefore: number;
+  /** Measures a prompt (messages and tools) with the guard's heuristic. */
+  measure: (messages: GuardMessage[]) => { chars: number; mediaTokens: number; entries: readonly Entry[] };
+  /** The calibrated tokens of a measured prompt, as the calls after this compaction will estimate them. */
+  price: (chars: number, mediaTokens: number) => number;
+  /** Provider tokens per heuristic character (an upper bound of the marginal rate). */
+  tokensPerChar: number;
+  /**
+   * `roomTokens`: what the summary may take under the target, the mechanical digest's bound;
+   * `userRoomTokens`: what it may take under the threshold, only to keep the user's words.
+   */
+  summarize: (messages: GuardMessage[], previousSummary: string | undefined, roomTokens: number, userRoomTokens: number) => Promise<SummarizeOutcome>;
+  /** Called once, before the first step that changes the prompt (not at all when none does). */
+  onStart: () => void;
+  /** Called when a mechanical digest could not keep the start of every message it stands for. */
+  onDigestLoss: (lostMessages: number, lostUserMessages: number) => void;
+}
+
+export interface PipelineOutput {
+  memo: CompactionMemo;
+  view: View;
+  tokens: number;
+  /** Undefined when no step changed anything. */
+  result: Omit<CompactionResult, 'durationMs'> | undefined;
+}
+
+/** A rendered prompt: the view, its measure per message, its calibrated tokens. */
+export interface Rendered {
+  view: View;
+  entries: readonly Entry[];
+  tokens: number;
+}
+
+export interface Stats {
+  pruned: number;
+  truncated: number;
+  summarized: number;
+  splitTurn: boolean;
+  calls: number;
+  inputTokens: number;
+  summaryTokens: number;
+  summary: string | undefined;
+  /** The mechanical digest took room up to the threshold to keep user messages. */
+  extended: boolean;
+}
+
+export class Work {
+  readonly p: PipelineInput;
+  readonly memo: CompactionMemo;
+  /** The settings with the target of this compaction (see the constructor). */
+  readonly settings: CompactionSettings;
+  /** The latest request's index in the host's history (-1: none). */
+  readonly request: number;
+  readonly steps: CompactionStep[] = [];
+  readonly stats: Stats = { pruned: 0, truncated: 0, summarized: 0, splitTurn: false, calls: 0, inputTokens: 0, summaryTokens: 0, summary: undefined, extended: false };
+  cur: Rendered;
+  private started = false;
+  private readonly messagesBefore: number;
+
+  constructor(p: PipelineInput) {
+    this.p = p;
+    // When system messages and tool definitions alone take most of the room, the configured target
+    // cannot be reached: aim halfway between them and the threshold instead, so that the next calls
+    // still have room to grow before compacting again.
+    const fixed = p.measure(p.input.filter((m) => m?.role === 'system'));
+    const fixedTokens = p.price(fixed.chars, fixed.mediaTokens);
+    const target = fixedTokens < p.threshold ? Math.max(p.settings.target, fixedTokens + (p.threshold - fixedTokens) / 2) : p.settings.target;
+    this.settings = { ...p.settings, target };
+    const memo: CompactionMemo = { ...p.memo, tools: { ...p.memo.tools }, clips: { ...p.memo.clips }, media: { ...p.memo.media } };
+    if (!p.summaryApplies) delete memo.summary;
+    // The request's cut and media placeholders are decided again by this compaction (see steps/last-resort.ts).
+    this.request = requestIndex(p.input, p.memo.own);
+    const relaxed = requestEditsDropped(memo, this.request);
+    if (relaxed) {
+      delete memo.requestClip;
+      if (relaxed.media) memo.media = relaxed.media;
+      else delete memo.media;
+    }
+    this.memo = memo;
+    this.cur = this.render();
+    this.messagesBefore = this.cur.view.messages.length;
+  }
+
+  /** The prompt the memo makes of the host's messages, measured and priced in whole tokens. */
+  render(): Rendered {
+    const view = renderView(this.p.input, this.memo, this.memo.summary !== undefined, this.p.hashOf);
+    const measured = this.p.measure(view.messages);
+    // A copy: the measurer reuses its arrays on the next measure, and the steps measure other prompts.
+    return { view, entries: measured.entries.slice(), tokens: Math.ceil(this.p.price(measured.chars, measured.mediaTokens)) };
+  }
+
+  /** Reports the start once, before the first step that changes the prompt. */
+  start(): void {
+    if (!this.started) this.p.onStart();
+    this.started = true;
+  }
+
+  /** A step changed the memo: it is recorded, and the prompt rendered again. */
+  changed(name: CompactionStep): void {
+    this.start();
+    if (this.steps[this.steps.length - 1] !== name) this.steps.push(name);
+    this.cur = this.render();
+  }
+
+  /**
+   * Whether the prompt reached its aim: the target, or the threshold once a digest grew past the
+   * target to keep the user's words (hard fit does not then cut it back).
+   */
+  under(): boolean {
+    return this.cur.tokens <= (this.stats.extended ? this.p.threshold : this.settings.target);
+  }
+
+  /** Provider tokens of the rendered prompt's message i. */
+  messageTokens(i: number): number {
+    const e = this.cur.entries[i];
+    return e ? e.chars * this.p.tokensPerChar + e.mediaTokens : 0;
+  }
+
+  /** Tool results of the host's messages in the prompt, oldest first, with their key in the memo. */
+  toolResults() {
+    return this.cur.view.messages.flatMap((m, i) => {
+      const o = this.cur.view.origin[i] ?? -1;
+      return o >= 0 ? toolResultsOf(m).map((part) => ({ part, index: i, key: toolEditKey(o, part.toolCallId) })) : [];
+    });
+  }
+
+  /** The output; an overflow when even the smallest prompt is over the threshold (or the request had to be cut). */
+  finish(overflow: boolean): PipelineOutput {
+    const { p, memo, cur, stats, steps } = this;
+    if (steps.length === 0) return { memo: p.memo, view: cur.view, tokens: cur.tokens, result: undefined };
+    memo.compactions = p.memo.compactions + 1;
+    // Remembered so that later calls do not compact the same smallest prompt again (see hasCompactable).
+    if (overflow) memo.overflowed = true;
+    else delete memo.overflowed;
+    if (memo.media && Object.keys(memo.media).length === 0) delete memo.media;
+    const result: Omit<CompactionResult, 'durationMs'> = {
+      reason: p.reason,
+      strategy: steps[steps.length - 1] as CompactionStep,
+      steps,
+      tokensBefore: p.tokensBefore,
+      tokensAfter: Math.ceil(cur.tokens),
+      target: Math.floor(this.settings.target),
+      messagesBefore: this.messagesBefore,
+      messagesAfter: cur.view.messages.length,
+      ...(stats.summary !== undefined ? { summary: stats.summary } : {}),
+      summarizedMessages: stats.summarized,
+      splitTurn: stats.splitTurn,
+      prunedToolResults: stats.pruned,
+      truncatedToolResults: stats.truncated,
+      summarizerCalls: stats.calls,
+      summarizerInputTokens: stats.inputTokens,
+      summaryTokens: stats.summaryTokens,
+      overflow,
+    };
+    return { memo, view: cur.view, tokens: cur.tokens, result };
+  }
+}
+
+/**
+ * The largest cap such that cutting every size above it down to it saves at least `excess`
+ * (never below `floor`): the fairest way to shrink many things by a total amount.
+ */
+export function waterLevel(sizes: number[], excess: number, floor: number): number {
+  const sorted = sizes.filter((s) => s > floor).sort((a, b) => b - a);
+  let saved = 0;
+  for (let k = 0; k < sorted.length; k++) {
+    const next = k + 1 < sorted.length ? Math.max(floor, sorted[k + 1] as number) : floor;
+    const gain = (k + 1) * ((sorted[k] as number) - next);
+    if (saved + gain >= excess) return Math.max(floor, Math.floor((sorted[k] as number) - (excess - saved) / (k + 1)));
+    saved += gain;
+  }
+  return floor;
+}
