@@ -204,9 +204,11 @@ export class CheckedInputs {
 
 /**
  * The prompt a call that failed inside the guard sends, with its estimate at `correction`: the
- * smallest prompt that fits `threshold` (see minimalPrompt). Never throws.
+ * smallest prompt that fits `threshold` (see minimalPrompt); the messages as they are when no
+ * threshold is known (no window: every call for that model is unguarded). Never throws.
  */
 export function failClosedPrompt(messages: readonly GuardMessage[], threshold: number, correction: number): { messages: GuardMessage[]; tokens: number } {
+  if (!Number.isFinite(threshold)) return { messages: messages.slice(), tokens: 0 };
   const out = minimalPrompt(messages, threshold, correction);
   let tokens = 0;
   for (const m of out) {

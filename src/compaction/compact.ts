@@ -8,7 +8,7 @@ import type { GuardMessage } from '../messages.ts';
 import type { CalibrationState } from '../state/session.ts';
 import { compactionCalibration, priceAfterReset, tokensPerCharAfterReset } from '../tokens/calibration.ts';
 import { CHARS_PER_TOKEN } from '../tokens/heuristic.ts';
-import { requestEditsDropped, type CompactionMemo, type View } from './memo.ts';
+import { emptyMemo, requestEditsDropped, type CompactionMemo, type View } from './memo.ts';
 import { runPipeline, type PipelineInput } from './pipeline.ts';
 import { requestIndex } from './request.ts';
 import { summarize, type CircuitBreaker } from './summarize.ts';
@@ -43,6 +43,27 @@ export interface CompactionEnv {
   emit: (event: ContextGuardEvent) => void;
   /** One per guard: a failing summarizer fails for every session. */
   breaker: CircuitBreaker;
+}
+
+/** What a call that compacts knows: the session's state and the prompt it prepared. */
+export function compactionRequest(
+  state: { compactRequest?: { focus?: string }; calibration: CalibrationState; usageRecorded: number },
+  p: { view: View; est: { tokens: number }; memo: CompactionMemo | undefined; summaryApplies: boolean },
+  signal: AbortSignal | undefined,
+): CompactionRequest {
+  const requested = state.compactRequest;
+  return {
+    // A requested compaction (the compact tool, an overflow retry) summarizes even when pruning would do.
+    reason: requested ? 'manual' : 'threshold',
+    focus: requested?.focus,
+    signal,
+    view: p.view,
+    tokens: p.est.tokens,
+    memo: p.memo ?? emptyMemo(),
+    summaryApplies: p.summaryApplies,
+    calibration: state.calibration,
+    usageRecorded: state.usageRecorded,
+  };
 }
 
 /** Runs the compaction pipeline with its hooks and events; undefined when nothing was done (or a hook cancelled it). */
