@@ -1,13 +1,13 @@
 // createContextGuard: the orchestration of one model call. beforeModel measures the prompt with
 // the session's memo applied (call.ts, prepare.ts), decides, compacts when it must
-// (compaction/compact.ts) and records what it sends; afterModel folds the provider's real count
+// (compact.ts) and records what it sends; afterModel folds the provider's real count
 // back into the calibration (usage.ts). State goes through the session repository
 // (state/repository.ts). Nothing here ever throws into the host agent: failures become events,
 // and a call that fails inside the guard fails closed (safety.ts).
 import type { AfterModelInput, BeforeModelInput, BeforeModelResult, CompactOptions, ContextGuard, RecoverFromOverflowInput, RecoverFromOverflowResult } from './api.ts';
 import { CallResolver, hostKey, type Call } from './call.ts';
 import { resolveOptions, type ContextGuardOptions, type ResolvedOptions } from './config.ts';
-import { compact, compactionRequest, type CompactionEnv, type CompactionOutcome } from './compaction/compact.ts';
+import { compact, compactionRequest, type CompactionEnv, type CompactionOutcome } from './compact.ts';
 import { CircuitBreaker } from './compaction/summarize.ts';
 import type { ContextGuardEvent, ErrorEvent, UsageIgnoredEvent } from './events.ts';
 import type { GuardMessage } from './messages.ts';

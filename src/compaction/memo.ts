@@ -4,7 +4,7 @@
 // messages (byte-identical, so provider prompt caches keep working), and tool outputs and
 // messages shrunk earlier are shrunk the same way again. Plain JSON, so any store can keep it.
 import type { GuardMessage } from '../messages.ts';
-import type { PromptFingerprint } from '../state/session.ts';
+import type { PromptFingerprint } from '../tokens/fingerprint.ts';
 import type { FileOps } from './file-ops.ts';
 import { mediaKey, mediaPlaceholder } from './media-placeholder.ts';
 import { applyToolEditsAt, type ToolEdit } from './prune.ts';

@@ -4,7 +4,7 @@
 // will re-apply.
 import type { CompactionSettings } from '../config.ts';
 import type { GuardMessage } from '../messages.ts';
-import type { PromptFingerprint } from '../state/session.ts';
+import type { PromptFingerprint } from '../tokens/fingerprint.ts';
 import type { Entry } from '../tokens/prompt-measure.ts';
 import { renderView, requestEditsDropped, type CompactionMemo, type View } from './memo.ts';
 import { toolEditKey, toolResultsOf } from './prune.ts';

@@ -1,27 +1,9 @@
 // What the guard remembers per session. Plain JSON (no class instances, no message objects) so
 // that any store can serialize it; the guard never mutates a stored value, it writes a new one.
 import type { CompactionMemo } from '../compaction/memo.ts';
+import type { PromptFingerprint, RequestMeasure } from '../tokens/fingerprint.ts';
 
-/** Identifies a prompt well enough to tell whether a later prompt extends it. */
-export interface PromptFingerprint {
-  /** Number of messages. */
-  messages: number;
-  /** Heuristic characters of those messages (tools excluded). */
-  chars: number;
-  /** Hash of the messages' content, so an edited history is not mistaken for the same one. */
-  hash: number;
-}
-
-/** The heuristic measure of one request, in the units calibration works in. */
-export interface RequestMeasure {
-  /** Characters of text sent (messages and tool definitions), the chars/4 heuristic's input. */
-  chars: number;
-  /** Provider tokens of images and files, counted by what providers charge (not calibrated). */
-  mediaTokens: number;
-  prompt: PromptFingerprint;
-  /** Characters of the tool definitions (part of `chars`). */
-  toolChars: number;
-}
+export type { PromptFingerprint, RequestMeasure } from '../tokens/fingerprint.ts';
 
 /** A request beforeModel measured, and what it predicted for it. */
 export interface PendingRequest extends RequestMeasure {

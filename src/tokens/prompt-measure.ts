@@ -5,7 +5,7 @@
 // it), then against a per-object cache (messages kept after a compaction move position), and only
 // then measured. The cache lives in this process only; the session state keeps just fingerprints.
 import type { GuardMessage, ToolDefinition } from '../messages.ts';
-import type { PromptFingerprint, RequestMeasure } from '../state/session.ts';
+import type { PromptFingerprint, RequestMeasure } from './fingerprint.ts';
 import { hashMessage } from './hash.ts';
 import type { TextMeasure } from './exact.ts';
 import { measureMessage, measureTool } from './heuristic.ts';
