@@ -97,7 +97,7 @@ export const optionsSchema = z.strictObject({
       z.strictObject({
         maxToolResultTokens: tokensOrFraction.optional(),
         protectRecentTokens: tokensOrFraction.optional(),
-        neverPrune: z.array(z.string(), 'expected an array of tool names').optional(),
+        neverPrune: z.array(z.string(), 'expected an array of tool names').readonly().optional(),
       }),
     ], { error: 'expected false or an object { maxToolResultTokens?, protectRecentTokens?, neverPrune? }' })
     .optional(),
@@ -278,9 +278,14 @@ export interface ResolvedOptions {
   afterCompact: AfterCompactHook | undefined;
 }
 
+/** Every default of the options, in one place (the option docs above repeat them for readers). */
 export const DEFAULTS = {
   calibration: { min: 1.0, max: 5.0, default: 1.5 },
   warnAt: 0.7,
+  exactCounting: 'auto',
+  storeTimeoutMs: 1_000,
+  retention: 'keep-recent',
+  keepFirstUserMessage: true,
   maxSessions: 10_000,
   /** Windows of at least this size keep a fixed buffer; smaller ones keep a fraction. */
   largeWindow: 200_000,
@@ -387,9 +392,9 @@ export function resolveOptions(input: unknown): ResolvedOptions {
     buffer: o.buffer,
     calibration,
     warnAt: o.warnAt ?? DEFAULTS.warnAt,
-    exactCounting: o.exactCounting ?? 'auto',
+    exactCounting: o.exactCounting ?? DEFAULTS.exactCounting,
     store: o.store,
-    storeTimeoutMs: o.storeTimeoutMs ?? 1_000,
+    storeTimeoutMs: o.storeTimeoutMs ?? DEFAULTS.storeTimeoutMs,
     maxSessions: o.maxSessions ?? DEFAULTS.maxSessions,
     onEvent: o.onEvent,
     summarizer: o.summarizer,
@@ -397,10 +402,10 @@ export function resolveOptions(input: unknown): ResolvedOptions {
     summarizerContextWindow: o.summarizerContextWindow,
     summarizerTimeoutMs: o.summarizerTimeoutMs ?? DEFAULTS.summarizerTimeoutMs,
     compactionTimeoutMs: o.compactionTimeoutMs ?? DEFAULTS.compactionTimeoutMs,
-    retention: o.retention ?? 'keep-recent',
+    retention: o.retention ?? DEFAULTS.retention,
     target: o.target ?? DEFAULTS.target,
     keepRecentTokens: o.keepRecentTokens ?? DEFAULTS.keepRecentTokens,
-    keepFirstUserMessage: o.keepFirstUserMessage ?? true,
+    keepFirstUserMessage: o.keepFirstUserMessage ?? DEFAULTS.keepFirstUserMessage,
     maxSummaryTokens: o.maxSummaryTokens,
     prune:
       o.prune === false
@@ -412,3 +417,10 @@ export function resolveOptions(input: unknown): ResolvedOptions {
     afterCompact: o.afterCompact,
   };
 }
+
+// The option types are written by hand for their documentation; these lines fail to compile when
+// they and the schema disagree on any field, so the two definitions cannot drift apart.
+type Equals<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+type SchemaOptions = z.input<typeof optionsSchema>;
+const optionsMatchSchema: Equals<Required<SchemaOptions>, Required<ContextGuardOptions>> = true;
+void optionsMatchSchema;
