@@ -140,6 +140,28 @@ export interface View {
 }
 
 /**
+ * What the memo does to host message i, or undefined when the memo edits no message at all.
+ * System messages are never edited: they stay exactly as the host wrote them.
+ */
+function editorOf(memo: CompactionMemo | undefined, hashOf: (index: number) => number): ((m: GuardMessage, i: number) => GuardMessage) | undefined {
+  const edits = memo && Object.keys(memo.tools).length > 0 ? memo.tools : undefined;
+  const clips = memo && Object.keys(memo.clips).length > 0 ? memo.clips : undefined;
+  const media = memo?.media && Object.keys(memo.media).length > 0 ? memo.media : undefined;
+  const requestClip = memo?.requestClip;
+  if (!edits && !clips && !media && !requestClip) return undefined;
+  return (m, i) => {
+    if (typeof m !== 'object' || m === null || m.role === 'system') return m;
+    if (edits) m = applyToolEditsAt(m, edits, i);
+    // Clipped before its media are named: the clip's budget is for the message's own text.
+    const clip = clips?.[String(hashOf(i))];
+    if (clip !== undefined) m = clipMessage(m, clip);
+    if (requestClip?.index === i) m = clipMessage(m, requestClip.chars);
+    if (media) m = replaceMedia(m, (j) => Object.hasOwn(media, mediaKey(i, j)));
+    return m;
+  };
+}
+
+/**
  * Applies the memo to the host's messages. `summaryApplies` says whether the history starts with
  * the messages the stored summary covers (checked by the caller on fingerprints); `hashOf(i)` is
  * the content hash of host message i, for the clips. Tool pairing is repaired last (unless
@@ -152,77 +174,51 @@ export function renderView(
   hashOf: (index: number) => number,
   repair = true,
 ): View {
+  const edit = editorOf(memo, hashOf);
   const messages: GuardMessage[] = [];
   const headOrigin: number[] = [];
-  const edits = memo && Object.keys(memo.tools).length > 0 ? memo.tools : undefined;
-  const clips = memo && Object.keys(memo.clips).length > 0 ? memo.clips : undefined;
-  const media = memo?.media && Object.keys(memo.media).length > 0 ? memo.media : undefined;
-  const requestClip = memo?.requestClip;
-  // System messages are never edited: they stay exactly as the host wrote them.
-  const edit = (m: GuardMessage, i: number): GuardMessage => {
-    if (typeof m !== 'object' || m === null || m.role === 'system') return m;
-    if (edits) m = applyToolEditsAt(m, edits, i);
-    // Clipped before its media are named: the clip's budget is for the message's own text.
-    if (clips) {
-      const clip = clips[String(hashOf(i))];
-      if (clip !== undefined) m = clipMessage(m, clip);
-    }
-    if (requestClip?.index === i) m = clipMessage(m, requestClip.chars);
-    if (media) m = replaceMedia(m, (j) => Object.hasOwn(media, mediaKey(i, j)));
-    return m;
+  const push = (m: GuardMessage, origin: number) => {
+    messages.push(origin >= 0 && edit ? edit(m, origin) : m);
+    headOrigin.push(origin);
   };
   let from = 0;
   const summary = summaryApplies ? memo?.summary : undefined;
   if (summary) {
-    for (const i of summary.keep) {
-      messages.push(edit(input[i] as GuardMessage, i));
-      headOrigin.push(i);
-    }
-    for (const m of summary.messages) {
-      messages.push(m);
-      headOrigin.push(-1);
-    }
+    for (const i of summary.keep) push(input[i] as GuardMessage, i);
+    for (const m of summary.messages) push(m, -1);
     if (summary.request !== undefined && summary.request < input.length) {
-      messages.push(edit(input[summary.request] as GuardMessage, summary.request));
-      headOrigin.push(summary.request);
-      for (const m of summary.after ?? []) {
-        messages.push(m);
-        headOrigin.push(-1);
-      }
+      push(input[summary.request] as GuardMessage, summary.request);
+      for (const m of summary.after ?? []) push(m, -1);
     }
     from = summary.covers.messages;
   }
   const headLength = messages.length;
-  if (edits || clips || media || requestClip) {
-    for (let i = from; i < input.length; i++) messages.push(edit(input[i] as GuardMessage, i));
-  } else if (headLength === 0) {
-    // The common case, on every call: the host's messages as they are (one native copy).
-    return finish(input.slice(from));
-  } else {
-    for (let i = from; i < input.length; i++) messages.push(input[i] as GuardMessage);
-  }
-  return finish(messages);
+  // The common case, on every call: the host's messages as they are (one native copy).
+  if (!edit && headLength === 0) return viewOf(input.slice(from), headLength, headOrigin, from, input.length, repair);
+  for (let i = from; i < input.length; i++) messages.push(edit ? edit(input[i] as GuardMessage, i) : (input[i] as GuardMessage));
+  return viewOf(messages, headLength, headOrigin, from, input.length, repair);
+}
 
-  function finish(messages: GuardMessage[]): View {
-    let origin: number[] | undefined;
-    const view: View = {
-      messages,
-      headLength,
-      get origin() {
-        if (!origin) {
-          origin = headOrigin.slice();
-          for (let i = from; i < input.length; i++) origin.push(i);
-        }
-        return origin;
-      },
-      unansweredCalls: 0,
-      orphanResults: 0,
-    };
-    if (!repair) return view;
-    const repaired = repairToolPairing(messages);
-    view.messages = repaired.messages;
-    view.unansweredCalls = repaired.unansweredCalls;
-    view.orphanResults = repaired.orphanResults;
-    return view;
-  }
+/** The view of `messages`: the head's origins, then host messages from `from` on (built on first use). */
+function viewOf(messages: GuardMessage[], headLength: number, headOrigin: number[], from: number, inputLength: number, repair: boolean): View {
+  let origin: number[] | undefined;
+  const view: View = {
+    messages,
+    headLength,
+    get origin() {
+      if (!origin) {
+        origin = headOrigin.slice();
+        for (let i = from; i < inputLength; i++) origin.push(i);
+      }
+      return origin;
+    },
+    unansweredCalls: 0,
+    orphanResults: 0,
+  };
+  if (!repair) return view;
+  const repaired = repairToolPairing(messages);
+  view.messages = repaired.messages;
+  view.unansweredCalls = repaired.unansweredCalls;
+  view.orphanResults = repaired.orphanResults;
+  return view;
 }

@@ -6,13 +6,19 @@
 // (`store-failed`, `summarizer-failed`), never `error` events and never throws; and once the store
 // answers again it gets this process's state, not an older one.
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { RedisStore } from '../../adapters/redis/index.ts';
-import { createContextGuard, type ContextGuard, type ContextGuardOptions, type GuardMessage, type SessionState } from '../../src/index.ts';
-import { expectInvariants } from '../compaction/invariants.ts';
-import { recorder } from '../helpers.ts';
+import { RedisStore } from '../../../adapters/redis/index.ts';
+import {
+  createContextGuard,
+  type ContextGuard,
+  type ContextGuardOptions,
+  type GuardMessage,
+  type SessionState,
+} from '../../../src/index.ts';
+import { expectInvariants } from '../../compaction/invariants.ts';
+import { recorder } from '../../helpers.ts';
 import { deletePrefix, skipRedisTests, startProxy, startRedis, uniquePrefix, type RedisHandle } from './server.ts';
 
-const skip = skipRedisTests('test/redis/faults.test.ts');
+const skip = skipRedisTests('test/adapters/redis/faults.test.ts');
 
 const WINDOW = 8_000;
 const STORE_TIMEOUT_MS = 200;

@@ -2,10 +2,16 @@
 // (two-processes.test.ts) over stdin/stdout, one JSON object per line:
 //   request  { id, op: 'init' | 'before' | 'after' | 'stats' | 'state' | 'exit', ...args }
 //   response { id, ok: true, value } or { id, ok: false, error }
-// Run with `node test/redis/guard-worker.ts` (Node strips the types). Not a test file itself.
+// Run with `node test/adapters/redis/guard-worker.ts` (Node strips the types). Not a test file itself.
 import { createInterface } from 'node:readline';
-import { RedisStore } from '../../adapters/redis/index.ts';
-import { createContextGuard, type ContextGuard, type ContextGuardEvent, type GuardMessage, type SummarizerInput } from '../../src/index.ts';
+import { RedisStore } from '../../../adapters/redis/index.ts';
+import {
+  createContextGuard,
+  type ContextGuard,
+  type ContextGuardEvent,
+  type GuardMessage,
+  type SummarizerInput,
+} from '../../../src/index.ts';
 
 export interface WorkerInit {
   url: string;

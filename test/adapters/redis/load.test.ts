@@ -6,10 +6,10 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RedisStore } from '../../adapters/redis/index.ts';
-import { createContextGuard, MemoryStore, type BeforeModelResult, type ContextGuard, type GuardMessage, type SessionState } from '../../src/index.ts';
-import { expectInvariants } from '../compaction/invariants.ts';
-import { recorder } from '../helpers.ts';
+import { RedisStore } from '../../../adapters/redis/index.ts';
+import { createContextGuard, MemoryStore, type BeforeModelResult, type ContextGuard, type GuardMessage, type SessionState } from '../../../src/index.ts';
+import { expectInvariants } from '../../compaction/invariants.ts';
+import { recorder } from '../../helpers.ts';
 import { deletePrefix, skipRedisTests, startRedis, uniquePrefix, type RedisHandle } from './server.ts';
 
 const SESSIONS = 1_000;
@@ -120,7 +120,7 @@ describe('1,000 concurrent sessions, in-memory store', () => {
 let skip = false;
 let noRedis: unknown;
 try {
-  skip = skipRedisTests('test/redis/load.test.ts');
+  skip = skipRedisTests('test/adapters/redis/load.test.ts');
 } catch (error) {
   noRedis = error;
 }

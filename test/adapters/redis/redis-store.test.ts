@@ -2,11 +2,11 @@
 // under contention from many connections, the compaction lock, and corrupt values.
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RedisStore } from '../../adapters/redis/index.ts';
-import type { SessionState } from '../../src/index.ts';
+import { RedisStore } from '../../../adapters/redis/index.ts';
+import type { SessionState } from '../../../src/index.ts';
 import { deletePrefix, skipRedisTests, startRedis, uniquePrefix, type RedisHandle } from './server.ts';
 
-const skip = skipRedisTests('test/redis/redis-store.test.ts');
+const skip = skipRedisTests('test/adapters/redis/redis-store.test.ts');
 
 const state = (calls: number, extra: Partial<SessionState> = {}): SessionState => ({ version: 1, calibration: {}, calls, usageRecorded: 0, ...extra });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -8,13 +8,13 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RedisStore } from '../../adapters/redis/index.ts';
-import type { BeforeModelResult, CompactionResult, GuardMessage, SessionState } from '../../src/index.ts';
-import { expectInvariants } from '../compaction/invariants.ts';
+import { RedisStore } from '../../../adapters/redis/index.ts';
+import type { BeforeModelResult, CompactionResult, GuardMessage, SessionState } from '../../../src/index.ts';
+import { expectInvariants } from '../../compaction/invariants.ts';
 import type { WorkerInit, WorkerStats } from './guard-worker.ts';
 import { deletePrefix, skipRedisTests, startRedis, uniquePrefix, type RedisHandle } from './server.ts';
 
-const skip = skipRedisTests('test/redis/two-processes.test.ts');
+const skip = skipRedisTests('test/adapters/redis/two-processes.test.ts');
 
 const WINDOW = 8_000;
 const WORKER = fileURLToPath(new URL('./guard-worker.ts', import.meta.url));
