@@ -19,6 +19,7 @@ import type {
 } from '@ai-sdk/provider';
 import { oneLine, safeJson, toolOutputText } from '../../src/compaction/text.ts';
 import type { DataContent, GuardMessage, ToolDefinition, ToolResultOutput } from '../../src/messages.ts';
+import { memoizedToolConverter } from '../shared/tool-memo.ts';
 
 /** The guard's view of one SDK prompt, and what `fromGuardMessages` needs to map it back. */
 export interface GuardPrompt {
@@ -399,30 +400,35 @@ function toV4Data(data: DataContent): SharedV4FileData {
   return { type: 'data', data: toBytes(data) as string | Uint8Array };
 }
 
+/**
+ * A V4 file part or output item as the guard reads it: text for an inline text document, `media`
+ * of the guard's data for data it can price, else the part itself (a variant this code does not know).
+ */
+function fromV4File(part: Part, media: (data: string | Uint8Array, mediaType: unknown, providerOptions: Record<string, unknown>) => Part): Part {
+  const data = part['data'] as SharedV4FileData;
+  const providerOptions = optional('providerOptions', part['providerOptions']);
+  // An inline text document is read by the model as text, so the guard measures it as text.
+  if (data?.type === 'text') return { type: 'text', text: data.text, ...providerOptions };
+  const guardData = fromV4Data(data);
+  return guardData === undefined ? part : media(guardData, part['mediaType'], providerOptions);
+}
+
 const v4: Dialect = {
   toPart(part) {
     if (part.type !== 'file' && part.type !== 'reasoning-file') return part;
-    const data = part['data'] as SharedV4FileData;
-    const providerOptions = optional('providerOptions', part['providerOptions']);
-    // An inline text document is read by the model as text, so the guard measures it as text.
-    if (data?.type === 'text') return { type: 'text', text: data.text, ...providerOptions };
-    const guardData = fromV4Data(data);
-    if (guardData === undefined) return part;
-    const mediaType = part['mediaType'];
-    if (isImage(mediaType)) return { type: 'image', image: guardData, mediaType, ...providerOptions };
-    return { type: 'file', data: guardData, mediaType, ...optional('filename', part['filename']), ...providerOptions };
+    return fromV4File(part, (data, mediaType, providerOptions) =>
+      isImage(mediaType)
+        ? { type: 'image', image: data, mediaType, ...providerOptions }
+        : { type: 'file', data, mediaType, ...optional('filename', part['filename']), ...providerOptions },
+    );
   },
   toItem(item) {
     if (item.type !== 'file') return item;
-    const data = item['data'] as SharedV4FileData;
-    const providerOptions = optional('providerOptions', item['providerOptions']);
-    if (data?.type === 'text') return { type: 'text', text: data.text, ...providerOptions };
-    const guardData = fromV4Data(data);
-    if (guardData === undefined) return item;
-    const mediaType = item['mediaType'];
-    return isImage(mediaType)
-      ? { type: 'image-data', data: guardData, mediaType: imageMediaType(mediaType), ...providerOptions }
-      : { type: 'file-data', data: guardData, mediaType, ...optional('filename', item['filename']), ...providerOptions };
+    return fromV4File(item, (data, mediaType, providerOptions) =>
+      isImage(mediaType)
+        ? { type: 'image-data', data, mediaType: imageMediaType(mediaType), ...providerOptions }
+        : { type: 'file-data', data, mediaType, ...optional('filename', item['filename']), ...providerOptions },
+    );
   },
   fromMedia(data, mediaType, filename, providerOptions) {
     return { type: 'file', data: toV4Data(data), mediaType, ...optional('filename', filename), ...optional('providerOptions', providerOptions) };
@@ -514,31 +520,16 @@ export function fromGuardMessagesV3(messages: readonly GuardMessage[], converted
 /** V4 and V3 tools have the same shape. */
 type SdkTool = LanguageModelV4FunctionTool | LanguageModelV4ProviderTool;
 
-// The guard caches tool measures by identity (the array, then each definition), so the same SDK
-// array or tool always maps to the same objects.
-const toolLists = new WeakMap<readonly SdkTool[], ToolDefinition[]>();
-const toolDefinitions = new WeakMap<SdkTool, ToolDefinition>();
-
 function toGuardTool(tool: SdkTool): ToolDefinition {
-  let definition = toolDefinitions.get(tool);
-  if (!definition) {
-    definition =
-      tool.type === 'provider'
-        ? // The provider defines the tool's schema and prompt; what we send, and can count, is its args.
-          { name: tool.name, inputSchema: tool.args }
-        : { name: tool.name, ...optional('description', tool.description), inputSchema: tool.inputSchema };
-    toolDefinitions.set(tool, definition);
-  }
-  return definition;
+  return tool.type === 'provider'
+    ? // The provider defines the tool's schema and prompt; what we send, and can count, is its args.
+      { name: tool.name, inputSchema: tool.args }
+    : { name: tool.name, ...optional('description', tool.description), inputSchema: tool.inputSchema };
 }
+
+const convertTools = memoizedToolConverter(toGuardTool);
 
 /** The guard's tool definitions for `params.tools` (V4 or V3): the same array for the same input array. */
 export function toGuardTools(tools: readonly SdkTool[] | undefined): ToolDefinition[] | undefined {
-  if (!Array.isArray(tools)) return undefined;
-  let definitions = toolLists.get(tools);
-  if (!definitions) {
-    definitions = tools.map(toGuardTool);
-    toolLists.set(tools, definitions);
-  }
-  return definitions;
+  return convertTools(tools);
 }

@@ -13,15 +13,24 @@ import type {
   LanguageModelV4Middleware,
   LanguageModelV4Prompt,
 } from '@ai-sdk/provider';
-import { createContextGuard, type ContextGuard, type ContextGuardOptions, type GuardMessage, type ModelUsage, type Summarizer } from '../../src/index.ts';
+import type { ContextGuard, ContextGuardOptions, GuardMessage } from '../../src/index.ts';
+import { BoundedMap } from '../shared/bounded-map.ts';
+import { reportAdapterError } from '../shared/core-shim.ts';
+import { retryAfterOverflow } from '../shared/overflow-retry.ts';
+import { adapterGuard, latestModelSummarizer } from '../shared/owned-guard.ts';
+import { deriveSessionId, hostSessionId } from '../shared/session-id.ts';
+import { usageFromAiSdk } from '../shared/usage.ts';
 import { fromGuardMessages, fromGuardMessagesV3, toGuardMessages, toGuardMessagesV3, toGuardTools, type GuardPrompt } from './convert.ts';
 import { recordToolCalls } from './sessions.ts';
-import { deriveSessionId } from '../shared/session-id.ts';
+import { guardedStream, type StreamPart } from './stream.ts';
 import { modelSummarizer } from './summarizer.ts';
 
 /** Per-call options, under `providerOptions.contextGuard`; stripped before the provider sees them. */
 export interface ContextGuardCallOptions {
-  /** The conversation this call belongs to. Default: derived from its system prompt and first user message. */
+  /**
+   * The conversation this call belongs to (a number counts as its string). Default: derived from
+   * its system prompt and first user message.
+   */
   sessionId?: string;
 }
 
@@ -38,6 +47,7 @@ export type ContextGuardMiddlewareOptions = (ContextGuardOptions | { guard: Cont
 
 type AnyModel = LanguageModelV4 | LanguageModelV3;
 type AnyParams = LanguageModelV4CallOptions | LanguageModelV3CallOptions;
+type StreamResult = { stream: ReadableStream<StreamPart> } & Record<string, unknown>;
 
 interface Dialect {
   toGuard(prompt: unknown): GuardPrompt;
@@ -60,278 +70,165 @@ interface CallInfo {
   original: AnyParams;
 }
 
-function isGuardOption(options: ContextGuardMiddlewareOptions): options is { guard: ContextGuard } & AdapterOptions {
-  return typeof options === 'object' && options !== null && 'guard' in options && options.guard !== undefined;
+/** One middleware's state: its guard, its prompt dialect, and what it remembers between hooks. */
+interface Adapter {
+  guard: ContextGuard;
+  dialect: Dialect;
+  retryOnOverflow: boolean;
+  /** Per session, the model of its latest call: the summarizer of a guard created here. Undefined with a shared guard. */
+  models: BoundedMap<string, AnyModel> | undefined;
+  /** The guarded params transformParams returned → the call they belong to. */
+  calls: WeakMap<object, CallInfo>;
 }
 
-/** The usage the guard records: the prompt's total input tokens (cached included), never a multi-step sum. */
-function usageOf(usage: unknown): ModelUsage | undefined {
-  if (typeof usage !== 'object' || usage === null) return undefined;
-  const u = usage as { inputTokens?: unknown; outputTokens?: unknown };
-  // V3 and V4 report { total, noCache, cacheRead, cacheWrite }; older shapes a plain number.
-  const input = u.inputTokens;
-  let inputTokens: number | undefined;
-  if (typeof input === 'number') inputTokens = input;
-  else if (typeof input === 'object' && input !== null) {
-    const i = input as { total?: unknown; noCache?: unknown; cacheRead?: unknown; cacheWrite?: unknown };
-    if (typeof i.total === 'number') inputTokens = i.total;
-    else if (typeof i.noCache === 'number') {
-      inputTokens = i.noCache + (typeof i.cacheRead === 'number' ? i.cacheRead : 0) + (typeof i.cacheWrite === 'number' ? i.cacheWrite : 0);
-    }
-  }
-  if (inputTokens === undefined) return undefined;
-  const output = u.outputTokens;
-  const outputTokens = typeof output === 'number' ? output : typeof (output as { total?: unknown } | undefined)?.total === 'number' ? (output as { total: number }).total : undefined;
-  return { inputTokens, ...(outputTokens !== undefined ? { outputTokens } : {}) };
-}
-
-/** A stream part, as far as this middleware reads it. */
-type StreamPart = { type: string; [key: string]: unknown };
-type StreamResult = { stream: ReadableStream<StreamPart> } & Record<string, unknown>;
-
-/**
- * Parts a provider sends before any content (its warnings, the response id, raw chunks). Held
- * back until the first content part, so that a rejection arriving right after them can still be
- * retried: nothing the caller could act on has reached it yet.
- */
-const LEADING_PARTS: ReadonlySet<string> = new Set(['stream-start', 'response-metadata', 'raw']);
+const MAX_TRACKED_SESSIONS = 10_000;
 
 const isObject = (value: unknown): value is object => typeof value === 'object' && value !== null;
 
-function createMiddleware(options: ContextGuardMiddlewareOptions, dialect: Dialect) {
-  const retryOnOverflow = options.retryOnOverflow ?? true;
+function createAdapter(options: ContextGuardMiddlewareOptions, dialect: Dialect): Adapter {
   // The summarizer of a guard created here is the model of the session's latest call, called
   // directly (not through this middleware, which would guard the summarizer's own call).
-  const modelOfSession = new Map<string, AnyModel>();
-  const MAX_TRACKED = 10_000;
-  let guard: ContextGuard;
-  const ownGuard = !isGuardOption(options);
-  if (isGuardOption(options)) guard = options.guard;
-  else {
-    const { retryOnOverflow: _retry, ...core } = options;
-    const fallback: Summarizer = (input) => {
-      const model = modelOfSession.get(input.sessionId);
-      if (!model) throw new Error('context-guard: no model is known for this session yet');
-      return modelSummarizer(model)(input);
-    };
-    guard = createContextGuard({ ...core, summarizer: core.summarizer ?? fallback });
-  }
-  const calls = new WeakMap<object, CallInfo>();
+  const models = new BoundedMap<string, AnyModel>(MAX_TRACKED_SESSIONS);
+  const { guard, owned } = adapterGuard<AdapterOptions>(options, ['retryOnOverflow'], {
+    summarizer: () =>
+      latestModelSummarizer((sessionId) => models.get(sessionId), modelSummarizer, 'no model is known for this session yet'),
+  });
+  return { guard, dialect, retryOnOverflow: options.retryOnOverflow ?? true, models: owned ? models : undefined, calls: new WeakMap() };
+}
 
-  /** A call that goes out unguarded, told to onEvent (whose own failures are not the caller's problem). */
-  function report(sessionId: string | undefined, error: unknown): void {
-    try {
-      guard.options.onEvent?.({ type: 'error', ...(sessionId ? { sessionId } : {}), stage: 'beforeModel', error });
-    } catch {
-      // ignored: see above
-    }
-  }
+/**
+ * The guard's messages for a prompt. convert.ts reads every entry as a message object; entries
+ * that are not objects (`null`...) go to the guard as they are, at their index, and the guard
+ * leaves them out with an `invalid-messages` event.
+ */
+function toGuardPrompt(adapter: Adapter, prompt: readonly unknown[]): GuardPrompt {
+  const objects = prompt.filter(isObject);
+  if (objects.length === prompt.length) return adapter.dialect.toGuard(prompt);
+  const converted = adapter.dialect.toGuard(objects);
+  let next = 0;
+  return { ...converted, messages: prompt.map((entry) => (isObject(entry) ? converted.messages[next++] : entry)) as GuardMessage[] };
+}
 
-  /**
-   * The guard's messages for a prompt. convert.ts reads every entry as a message object; entries
-   * that are not objects (`null`...) go to the guard as they are, at their index, and the guard
-   * leaves them out with an `invalid-messages` event.
-   */
-  function toGuardPrompt(prompt: readonly unknown[]): GuardPrompt {
-    const objects = prompt.filter(isObject);
-    if (objects.length === prompt.length) return dialect.toGuard(prompt);
-    const converted = dialect.toGuard(objects);
-    let next = 0;
-    return { ...converted, messages: prompt.map((entry) => (isObject(entry) ? converted.messages[next++] : entry)) as GuardMessage[] };
-  }
+async function guardParams(adapter: Adapter, params: AnyParams, model: AnyModel, sessionId: string): Promise<AnyParams> {
+  const converted = toGuardPrompt(adapter, params.prompt as readonly unknown[]);
+  const r = await adapter.guard.beforeModel({
+    sessionId,
+    modelId: model.modelId,
+    messages: converted.messages,
+    ...(params.tools ? { tools: toGuardTools(params.tools as never) } : {}),
+    ...(params.abortSignal ? { signal: params.abortSignal } : {}),
+  });
+  const prompt = adapter.dialect.fromGuard(r.messages, converted);
+  return { ...params, prompt } as AnyParams;
+}
 
-  async function guardParams(params: AnyParams, model: AnyModel, sessionId: string): Promise<AnyParams> {
-    const converted = toGuardPrompt(params.prompt as readonly unknown[]);
-    const r = await guard.beforeModel({
-      sessionId,
-      modelId: model.modelId,
-      messages: converted.messages,
-      ...(params.tools ? { tools: toGuardTools(params.tools as never) } : {}),
-      ...(params.abortSignal ? { signal: params.abortSignal } : {}),
-    });
-    const prompt = dialect.fromGuard(r.messages, converted);
-    return { ...params, prompt } as AnyParams;
-  }
+/** The call's options without `providerOptions.contextGuard`, and the session it names. */
+function strip(params: AnyParams): { stripped: AnyParams; requested: unknown } {
+  const all = params.providerOptions;
+  if (!isObject(all)) return { stripped: params, requested: undefined };
+  const { contextGuard, ...providerOptions } = all as Record<string, unknown>;
+  const requested = isObject(contextGuard) ? (contextGuard as Record<string, unknown>)['sessionId'] : undefined;
+  return { stripped: { ...params, providerOptions } as AnyParams, requested };
+}
 
-  /** The call's options without `providerOptions.contextGuard`, and the session it names. */
-  function strip(params: AnyParams): { stripped: AnyParams; requested: unknown } {
-    const all = params.providerOptions;
-    if (!isObject(all)) return { stripped: params, requested: undefined };
-    const { contextGuard, ...providerOptions } = all as Record<string, unknown>;
-    const requested = isObject(contextGuard) ? (contextGuard as Record<string, unknown>)['sessionId'] : undefined;
-    return { stripped: { ...params, providerOptions } as AnyParams, requested };
-  }
-
-  // Never throws: a prompt the adapter cannot read goes to the provider as it came (the provider
-  // reports its own error for it), and onEvent hears of it.
-  async function transformParams({ params, model }: { params: AnyParams; model: AnyModel }): Promise<AnyParams> {
-    let sessionId: string | undefined;
-    let stripped = params;
-    try {
-      const split = strip(params);
-      stripped = split.stripped;
-      sessionId = typeof split.requested === 'string' && split.requested ? split.requested : deriveSessionId(params.prompt as readonly unknown[]);
-      if (!Array.isArray(params.prompt)) {
-        report(sessionId, new TypeError('context-guard: the call\'s prompt is not an array; it was sent unguarded'));
-        return stripped;
-      }
-      if (ownGuard) {
-        modelOfSession.delete(sessionId);
-        modelOfSession.set(sessionId, model);
-        if (modelOfSession.size > MAX_TRACKED) modelOfSession.delete(modelOfSession.keys().next().value as string);
-      }
-      const guarded = await guardParams(stripped, model, sessionId);
-      calls.set(guarded, { sessionId, original: stripped });
-      return guarded;
-    } catch (error) {
-      report(sessionId, error);
+// Never throws: a prompt the adapter cannot read goes to the provider as it came (the provider
+// reports its own error for it), and onEvent hears of it.
+async function transformParams(adapter: Adapter, { params, model }: { params: AnyParams; model: AnyModel }): Promise<AnyParams> {
+  let sessionId: string | undefined;
+  let stripped = params;
+  try {
+    const split = strip(params);
+    stripped = split.stripped;
+    sessionId = hostSessionId(split.requested) ?? deriveSessionId(params.prompt as readonly unknown[]);
+    if (!Array.isArray(params.prompt)) {
+      const error = new TypeError("context-guard: the call's prompt is not an array; it was sent unguarded");
+      reportAdapterError(adapter.guard, { sessionId, stage: 'beforeModel', error });
       return stripped;
     }
+    adapter.models?.set(sessionId, model);
+    const guarded = await guardParams(adapter, stripped, model, sessionId);
+    adapter.calls.set(guarded, { sessionId, original: stripped });
+    return guarded;
+  } catch (error) {
+    reportAdapterError(adapter.guard, { sessionId, stage: 'beforeModel', error });
+    return stripped;
   }
+}
 
-  /** Records usage without ever failing the call (a provider's usage object is read defensively: it may throw). */
-  function record(sessionId: string, usage: unknown): Promise<void> {
-    let parsed: ModelUsage | undefined;
-    try {
-      parsed = usageOf(usage);
-    } catch {
-      parsed = undefined;
-    }
-    return guard.afterModel({ sessionId, usage: parsed ?? null });
+/** Records usage without ever failing the call (usageFromAiSdk reads a provider's usage object defensively). */
+function record(adapter: Adapter, sessionId: string, usage: unknown): Promise<void> {
+  return adapter.guard.afterModel({ sessionId, usage: usageFromAiSdk(usage) ?? null });
+}
+
+/** After a context-length rejection, the call's params guarded again (compacted); undefined for anything else. */
+function recover(adapter: Adapter, info: CallInfo | undefined, model: AnyModel, error: unknown): Promise<AnyParams | undefined> {
+  if (!adapter.retryOnOverflow || !info) return Promise.resolve(undefined);
+  return retryAfterOverflow(adapter.guard, info.sessionId, error, () => guardParams(adapter, info.original, model, info.sessionId));
+}
+
+interface WrapArgs {
+  params: AnyParams;
+  model: AnyModel;
+}
+
+// After a context-length rejection, the call runs once more on the compacted params (directly on
+// the model: the retry is already guarded). Any other error, or a second rejection, is thrown as it is.
+async function wrapGenerate(adapter: Adapter, { doGenerate, params, model }: WrapArgs & { doGenerate: () => PromiseLike<unknown> }) {
+  const info = adapter.calls.get(params);
+  let result: unknown;
+  try {
+    result = await doGenerate();
+  } catch (error) {
+    const retry = await recover(adapter, info, model, error);
+    if (!retry) throw error;
+    result = await (model.doGenerate as (p: AnyParams) => PromiseLike<unknown>)(retry);
   }
-
-  /**
-   * After a context-length rejection: the guard records the provider's count and requests a
-   * compaction (one operation); the call's params are guarded again. Undefined for any other
-   * error, or when anything fails on the way: the caller then gets the provider's error as it was.
-   */
-  async function recover(info: CallInfo | undefined, model: AnyModel, error: unknown): Promise<AnyParams | undefined> {
-    if (!retryOnOverflow || !info) return undefined;
-    try {
-      const { retry } = await guard.recoverFromOverflow({ sessionId: info.sessionId, error });
-      return retry ? await guardParams(info.original, model, info.sessionId) : undefined;
-    } catch {
-      return undefined;
-    }
+  if (info && isObject(result)) {
+    await record(adapter, info.sessionId, (result as { usage?: unknown }).usage);
+    recordToolCalls(adapter.guard, info.sessionId, (result as { content?: unknown }).content);
   }
+  return result;
+}
 
-  /**
-   * The stream the caller reads: the provider's parts, with usage and tool calls recorded as they
-   * pass. Leading non-content parts wait for the first content part; when a context-length
-   * rejection comes before any content (an `error` part, or the stream failing), the call is
-   * retried once and the retried stream is read instead, the rejected one dropped. Once content
-   * has been forwarded, every part passes as it comes and nothing is retried.
-   */
-  function guardedStream(
-    source: ReadableStream<StreamPart>,
-    info: CallInfo,
-    retry: (error: unknown) => Promise<StreamResult | undefined>,
-  ): ReadableStream<StreamPart> {
-    let reader = source.getReader();
-    let held: StreamPart[] | undefined = [];
-    let cancelled = false;
-
-    const forward = (controller: ReadableStreamDefaultController<StreamPart>, part: StreamPart) => {
-      controller.enqueue(part);
-      if (part?.type === 'tool-call') recordToolCalls(guard, info.sessionId, [part]);
-      if (part?.type === 'finish') void record(info.sessionId, part.usage);
-    };
-
-    /** Reads the retried stream instead, when the rejection is one the guard retries. */
-    const switchOver = async (error: unknown): Promise<boolean> => {
-      const again = await retry(error);
-      if (!again) return false;
-      reader.cancel().catch(() => {}); // what is left of the rejected attempt
-      // The caller gave up while the retry was being prepared: nobody reads it.
-      if (cancelled) again.stream.cancel().catch(() => {});
-      reader = again.stream.getReader();
-      held = [];
-      return true;
-    };
-
-    return new ReadableStream<StreamPart>({
-      async pull(controller) {
-        for (;;) {
-          if (cancelled) return;
-          let next: Awaited<ReturnType<typeof reader.read>>;
-          try {
-            next = await reader.read();
-          } catch (error) {
-            if (held && (await switchOver(error))) continue;
-            throw error;
-          }
-          if (next.done) {
-            for (const part of held ?? []) forward(controller, part);
-            controller.close();
-            return;
-          }
-          const part = next.value;
-          if (held) {
-            if (LEADING_PARTS.has(part?.type)) {
-              held.push(part);
-              continue;
-            }
-            if (part?.type === 'error' && (await switchOver(part.error))) continue;
-            for (const leading of held) forward(controller, leading);
-            held = undefined;
-          }
-          forward(controller, part);
-          return;
-        }
-      },
-      cancel(reason) {
-        cancelled = true;
-        return reader.cancel(reason);
-      },
-    });
+async function wrapStream(adapter: Adapter, { doStream, params, model }: WrapArgs & { doStream: () => PromiseLike<unknown> }) {
+  const info = adapter.calls.get(params);
+  // One retry per call, whether the rejection is thrown by doStream or arrives in the stream.
+  let retried = false;
+  const retry = async (error: unknown): Promise<StreamResult | undefined> => {
+    if (retried) return undefined;
+    const again = await recover(adapter, info, model, error);
+    if (!again) return undefined;
+    retried = true;
+    return (await (model.doStream as (p: AnyParams) => PromiseLike<unknown>)(again)) as StreamResult;
+  };
+  let result: StreamResult;
+  try {
+    result = (await doStream()) as StreamResult;
+  } catch (error) {
+    const again = await retry(error);
+    if (!again) throw error;
+    result = again;
   }
+  if (!info) return result;
+  const stream = guardedStream(result.stream, {
+    observe: (part) => {
+      if (part?.type === 'tool-call') recordToolCalls(adapter.guard, info.sessionId, [part]);
+      if (part?.type === 'finish') void record(adapter, info.sessionId, part['usage']);
+    },
+    retry: async (error) => (await retry(error))?.stream,
+  });
+  return { ...result, stream };
+}
 
+/** The middleware's hooks, for either specification version (their shapes differ only in types). */
+function middleware(options: ContextGuardMiddlewareOptions, dialect: Dialect, specificationVersion: 'v3' | 'v4') {
+  const adapter = createAdapter(options, dialect);
   return {
-    transformParams,
-
-    // After a context-length rejection, the call runs once more on the compacted params (directly
-    // on the model: the retry is already guarded). Any other error, or a second rejection, is thrown as it is.
-    async wrapGenerate({ doGenerate, params, model }: { doGenerate: () => PromiseLike<unknown>; params: AnyParams; model: AnyModel }) {
-      const info = calls.get(params);
-      let result: unknown;
-      try {
-        result = await doGenerate();
-      } catch (error) {
-        const retry = await recover(info, model, error);
-        if (!retry) throw error;
-        result = await (model.doGenerate as (p: AnyParams) => PromiseLike<unknown>)(retry);
-      }
-      if (info && isObject(result)) {
-        await record(info.sessionId, (result as { usage?: unknown }).usage);
-        recordToolCalls(guard, info.sessionId, (result as { content?: unknown }).content);
-      }
-      return result;
-    },
-
-    async wrapStream({ doStream, params, model }: { doStream: () => PromiseLike<unknown>; params: AnyParams; model: AnyModel }) {
-      const info = calls.get(params);
-      // One retry per call, whether the rejection is thrown by doStream or arrives in the stream.
-      let retried = false;
-      const retry = async (error: unknown): Promise<StreamResult | undefined> => {
-        if (retried) return undefined;
-        const again = await recover(info, model, error);
-        if (!again) return undefined;
-        retried = true;
-        return (await (model.doStream as (p: AnyParams) => PromiseLike<unknown>)(again)) as StreamResult;
-      };
-      let result: StreamResult;
-      try {
-        result = (await doStream()) as StreamResult;
-      } catch (error) {
-        const again = await retry(error);
-        if (!again) throw error;
-        result = again;
-      }
-      if (!info) return result;
-      return { ...result, stream: guardedStream(result.stream, info, retry) };
-    },
-
-    guard,
+    specificationVersion,
+    transformParams: (args: WrapArgs) => transformParams(adapter, args),
+    wrapGenerate: (args: WrapArgs & { doGenerate: () => PromiseLike<unknown> }) => wrapGenerate(adapter, args),
+    wrapStream: (args: WrapArgs & { doStream: () => PromiseLike<unknown> }) => wrapStream(adapter, args),
+    guard: adapter.guard,
   };
 }
 
@@ -346,24 +243,10 @@ function createMiddleware(options: ContextGuardMiddlewareOptions, dialect: Diale
  * The returned middleware carries its `guard` (for `status`, `compact` and `compactTool`).
  */
 export function contextGuardMiddleware(options: ContextGuardMiddlewareOptions = {}): LanguageModelV4Middleware & { guard: ContextGuard } {
-  const m = createMiddleware(options, V4);
-  return {
-    specificationVersion: 'v4',
-    transformParams: m.transformParams as LanguageModelV4Middleware['transformParams'],
-    wrapGenerate: m.wrapGenerate as unknown as LanguageModelV4Middleware['wrapGenerate'],
-    wrapStream: m.wrapStream as unknown as LanguageModelV4Middleware['wrapStream'],
-    guard: m.guard,
-  };
+  return middleware(options, V4, 'v4') as unknown as LanguageModelV4Middleware & { guard: ContextGuard };
 }
 
 /** The same middleware for ai 6 (`LanguageModelV3Middleware`, V3 prompts). */
 export function contextGuardMiddlewareV3(options: ContextGuardMiddlewareOptions = {}): LanguageModelV3Middleware & { guard: ContextGuard } {
-  const m = createMiddleware(options, V3);
-  return {
-    specificationVersion: 'v3',
-    transformParams: m.transformParams as LanguageModelV3Middleware['transformParams'],
-    wrapGenerate: m.wrapGenerate as unknown as LanguageModelV3Middleware['wrapGenerate'],
-    wrapStream: m.wrapStream as unknown as LanguageModelV3Middleware['wrapStream'],
-    guard: m.guard,
-  };
+  return middleware(options, V3, 'v3') as unknown as LanguageModelV3Middleware & { guard: ContextGuard };
 }

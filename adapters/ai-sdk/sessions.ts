@@ -2,9 +2,10 @@
 // messages (without the system prompt), not the session the middleware used; so the middleware
 // notes the session of every tool call the model makes, and the compact tool looks it up.
 import type { ContextGuard } from '../../src/index.ts';
+import { BoundedMap } from '../shared/bounded-map.ts';
 
 const MAX_CALLS = 10_000;
-const byGuard = new WeakMap<ContextGuard, Map<string, string>>();
+const byGuard = new WeakMap<ContextGuard, BoundedMap<string, string>>();
 
 /** Notes the session of each tool-call part in a model response. */
 export function recordToolCalls(guard: ContextGuard, sessionId: string, content: unknown): void {
@@ -14,9 +15,8 @@ export function recordToolCalls(guard: ContextGuard, sessionId: string, content:
     if ((part as { type?: unknown })?.type !== 'tool-call') continue;
     const id = (part as { toolCallId?: unknown }).toolCallId;
     if (typeof id !== 'string') continue;
-    if (!calls) byGuard.set(guard, (calls = new Map()));
+    if (!calls) byGuard.set(guard, (calls = new BoundedMap(MAX_CALLS)));
     calls.set(id, sessionId);
-    if (calls.size > MAX_CALLS) calls.delete(calls.keys().next().value as string);
   }
 }
 

@@ -7,12 +7,17 @@
 //   its length, it is compacted and sent once more;
 // - afterModel records the provider's real count from the new AIMessage's usage_metadata.
 import { RemoveMessage, SystemMessage, type BaseMessage } from '@langchain/core/messages';
-import { createMiddleware } from 'langchain';
-import { createContextGuard, type ContextGuard, type ContextGuardOptions, type Summarizer, type ToolDefinition } from '../../src/index.ts';
-import { deriveSessionId } from '../shared/session-id.ts';
+import { createMiddleware, type ModelRequest, type WrapModelCallHandler } from 'langchain';
+import type { ContextGuard, ContextGuardOptions, ErrorEvent, ToolDefinition } from '../../src/index.ts';
+import { BoundedMap } from '../shared/bounded-map.ts';
+import { contextWindowFor, reportAdapterError } from '../shared/core-shim.ts';
+import { retryAfterOverflow } from '../shared/overflow-retry.ts';
+import { adapterGuard, latestModelSummarizer } from '../shared/owned-guard.ts';
+import { deriveSessionId, hostSessionId, resolveSessionId } from '../shared/session-id.ts';
+import { usageFromMessage } from '../shared/usage.ts';
 import { fromGuardMessages, toGuardMessages, toGuardTools } from './convert.ts';
+import { callWindow, modelIdOf, threadIdOf } from './model-info.ts';
 import { langchainSummarizer, type InvokableChatModel } from './summarizer.ts';
-import { modelIdOf, profileWindow, userModelsCover } from './with-context-guard.ts';
 
 /**
  * LangGraph's "remove all messages" id (`REMOVE_ALL_MESSAGES` in @langchain/langgraph), written
@@ -21,7 +26,11 @@ import { modelIdOf, profileWindow, userModelsCover } from './with-context-guard.
 const REMOVE_ALL_MESSAGES = '__remove_all__';
 
 export interface AgentMiddlewareOptions {
-  /** The session of a run without a `thread_id`. Default: derived from the conversation's first user message. */
+  /**
+   * The session of a run: a fixed id, or a function of the run's `thread_id` (a numeric thread id
+   * as its string). Default (or when the function returns nothing, or throws: that is reported to
+   * onEvent): the `thread_id`, else derived from the conversation's first messages.
+   */
   sessionId?: string | ((config: { thread_id?: string }) => string | undefined);
 }
 
@@ -37,16 +46,131 @@ interface RequestShape {
   window: number | undefined;
 }
 
-const MAX_SESSIONS = 10_000;
-
-function isGuardOption(options: ContextGuardAgentMiddlewareOptions): options is { guard: ContextGuard } & AgentMiddlewareOptions {
-  return typeof options === 'object' && options !== null && 'guard' in options && options.guard !== undefined;
+/** One middleware's guard and what it remembers between its hooks. */
+interface AgentGuard {
+  guard: ContextGuard;
+  sessionId: AgentMiddlewareOptions['sessionId'];
+  /** Per session, the shape of its latest model call. */
+  shapes: BoundedMap<string, RequestShape>;
+  /** Per session, what the beforeModel hook checked last, until the model call it precedes. */
+  checked: BoundedMap<string, { messages: readonly BaseMessage[]; shape: RequestShape | undefined }>;
 }
+
+type AgentState = { messages: BaseMessage[] };
+
+const MAX_SESSIONS = 10_000;
 
 function hasText(message: SystemMessage | undefined): message is SystemMessage {
   if (!message) return false;
   const content = message.content as unknown;
   return typeof content === 'string' ? content.length > 0 : Array.isArray(content) && content.length > 0;
+}
+
+function sameList(a: readonly unknown[], b: readonly unknown[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
+function sessionOf(agent: AgentGuard, runtime: unknown, messages: readonly BaseMessage[], stage: ErrorEvent['stage']): string {
+  const threadId = hostSessionId(threadIdOf(runtime));
+  return (
+    resolveSessionId({
+      option: agent.sessionId,
+      context: threadId ? { thread_id: threadId } : {},
+      hostId: threadId,
+      onError: (error) => reportAdapterError(agent.guard, { stage, error }),
+    }) ?? deriveSessionId(toGuardMessages(messages.slice(0, 8)))
+  );
+}
+
+/**
+ * Runs the guard over a request (the system message first, then the messages) and returns the
+ * messages to use instead, or undefined when the guard left them as they are.
+ */
+async function guardMessages(
+  agent: AgentGuard,
+  sessionId: string,
+  shape: RequestShape | undefined,
+  messages: BaseMessage[],
+): Promise<BaseMessage[] | undefined> {
+  const system = hasText(shape?.system) ? shape.system : undefined;
+  const all: BaseMessage[] = system ? [system, ...messages] : messages;
+  const r = await agent.guard.beforeModel({
+    sessionId,
+    messages: toGuardMessages(all),
+    ...(shape?.modelId ? { modelId: shape.modelId } : {}),
+    ...(shape?.tools ? { tools: shape.tools } : {}),
+    ...(shape?.window !== undefined ? { contextWindow: shape.window } : {}),
+  });
+  const out = fromGuardMessages(r.messages);
+  if (sameList(out, all)) return undefined;
+  // The system message is never changed by the guard: it stays in its own slot of the request.
+  return system && out[0] === system ? out.slice(1) : out;
+}
+
+/** The beforeModel hook: compacts the agent's state itself, so that checkpoints hold the compacted history. */
+async function compactState(agent: AgentGuard, state: AgentState, runtime: unknown) {
+  const messages = state.messages;
+  if (!Array.isArray(messages) || messages.length === 0) return undefined;
+  const sessionId = sessionOf(agent, runtime, messages, 'beforeModel');
+  const shape = agent.shapes.get(sessionId);
+  // Before this process has seen the agent's model in this session (a restored thread), the
+  // window may only be known from the model's profile: wrapModelCall fits that first request,
+  // and this hook compacts the state from the next call on.
+  if (!shape && contextWindowFor(agent.guard, {}) === undefined) return undefined;
+  const compacted = await guardMessages(agent, sessionId, shape, messages);
+  // What the model call will receive, so that wrapModelCall need not run the guard again
+  // (once per model call: one estimate event, one pending request).
+  agent.checked.set(sessionId, { messages: compacted ?? messages, shape });
+  // A compaction (or a tool-pairing repair) rewrites the state, so that the checkpoint holds
+  // what the model sees and the next turn builds on the summary.
+  if (!compacted) return undefined;
+  return { messages: [new RemoveMessage({ id: REMOVE_ALL_MESSAGES }), ...compacted] };
+}
+
+/**
+ * The wrapModelCall hook: fits the request (system message and tools counted) unless the
+ * beforeModel hook just checked it as it is; on a copy, the state is not touched here.
+ */
+async function fitRequest(agent: AgentGuard, request: ModelRequest, handler: WrapModelCallHandler) {
+  const model = request.model as object;
+  const modelId = modelIdOf(model);
+  const shape: RequestShape = {
+    system: request.systemMessage,
+    tools: toGuardTools(request.tools as unknown[]),
+    model,
+    modelId,
+    // A user's `models` entry for this model wins over the profile, as in withContextGuard.
+    window: callWindow(agent.guard, model, modelId),
+  };
+  const sessionId = sessionOf(agent, request.runtime, request.messages, 'beforeModel');
+  agent.shapes.set(sessionId, shape);
+  const seen = agent.checked.get(sessionId);
+  agent.checked.delete(sessionId);
+  // The request beforeModel just checked, unchanged (same messages, system message and tools): already estimated and fitted.
+  const checkedAlready =
+    seen?.shape && sameList(seen.messages, request.messages) && seen.shape.system === shape.system && seen.shape.tools === shape.tools;
+  const messages = checkedAlready ? undefined : await guardMessages(agent, sessionId, shape, request.messages);
+  try {
+    return await handler(messages ? { ...request, messages } : request);
+  } catch (error) {
+    // A context-length rejection: the guard recorded the provider's count and requested a
+    // compaction; the request is fitted again (on a copy, as always here: the next beforeModel
+    // hook finds the stored summary and writes it into the state) and sent once more. Any other
+    // error, a failure on the way, or a second rejection reaches the agent as the model threw it.
+    const fitAgain = async () => ({ messages: await guardMessages(agent, sessionId, shape, request.messages) });
+    const again = await retryAfterOverflow(agent.guard, sessionId, error, fitAgain);
+    if (!again) throw error;
+    return handler(again.messages ? { ...request, messages: again.messages } : request);
+  }
+}
+
+/** The afterModel hook: records the provider's real count from the new AIMessage's usage_metadata. */
+async function recordUsage(agent: AgentGuard, state: AgentState, runtime: unknown) {
+  const messages = state.messages;
+  const usage = Array.isArray(messages) ? usageFromMessage(messages[messages.length - 1]) : undefined;
+  if (!usage) return undefined;
+  await agent.guard.afterModel({ sessionId: sessionOf(agent, runtime, messages, 'afterModel'), usage });
+  return undefined;
 }
 
 /**
@@ -61,134 +185,25 @@ function hasText(message: SystemMessage | undefined): message is SystemMessage {
  * registry by the model's name. The summarizer defaults to the agent's own model.
  */
 export function contextGuardMiddleware(options: ContextGuardAgentMiddlewareOptions = {}) {
-  const shapes = new Map<string, RequestShape>();
-  /** Per session, what the beforeModel hook checked last, until the model call it precedes. */
-  const checked = new Map<string, { messages: readonly BaseMessage[]; shape: RequestShape | undefined }>();
-  let guard: ContextGuard;
-  if (isGuardOption(options)) guard = options.guard;
-  else {
-    const { sessionId: _sessionId, ...core } = options;
-    // The agent's model, seen at its latest call in this session (the first compaction of a
-    // restored thread, before any call, falls back to the mechanical digest).
-    const fallback: Summarizer = (input) => {
-      const model = shapes.get(input.sessionId)?.model;
-      if (!model) throw new Error('context-guard: the agent has not called its model yet in this session');
-      return langchainSummarizer(model as InvokableChatModel)(input);
-    };
-    guard = createContextGuard({ ...core, summarizer: core.summarizer ?? fallback });
-  }
-
-  function sessionOf(runtime: unknown, messages: readonly BaseMessage[]): string {
-    const configurable = (runtime as { configurable?: { thread_id?: unknown } } | undefined)?.configurable ?? {};
-    const threadId = typeof configurable.thread_id === 'string' && configurable.thread_id ? configurable.thread_id : undefined;
-    const option = options.sessionId;
-    const chosen = typeof option === 'function' ? option({ ...(threadId ? { thread_id: threadId } : {}) }) : option;
-    if (typeof chosen === 'string' && chosen) return chosen;
-    if (threadId) return threadId;
-    return deriveSessionId(toGuardMessages(messages.slice(0, 8)));
-  }
-
-  function remember(sessionId: string, shape: RequestShape): void {
-    shapes.delete(sessionId);
-    shapes.set(sessionId, shape);
-    if (shapes.size > MAX_SESSIONS) shapes.delete(shapes.keys().next().value as string);
-  }
-
-  /**
-   * Runs the guard over a request (the system message first, then the messages) and returns the
-   * messages to use instead, or undefined when the guard left them as they are.
-   */
-  async function guardMessages(sessionId: string, shape: RequestShape | undefined, messages: BaseMessage[]): Promise<BaseMessage[] | undefined> {
-    const system = hasText(shape?.system) ? shape.system : undefined;
-    const all: BaseMessage[] = system ? [system, ...messages] : messages;
-    const r = await guard.beforeModel({
-      sessionId,
-      messages: toGuardMessages(all),
-      ...(shape?.modelId ? { modelId: shape.modelId } : {}),
-      ...(shape?.tools ? { tools: shape.tools } : {}),
-      ...(shape?.window !== undefined ? { contextWindow: shape.window } : {}),
-    });
-    const out = fromGuardMessages(r.messages);
-    if (sameList(out, all)) return undefined;
-    // The system message is never changed by the guard: it stays in its own slot of the request.
-    return system && out[0] === system ? out.slice(1) : out;
-  }
-
+  const shapes = new BoundedMap<string, RequestShape>(MAX_SESSIONS);
+  // The agent's model, seen at its latest call in this session (the first compaction of a
+  // restored thread, before any call, falls back to the mechanical digest).
+  const { guard } = adapterGuard<AgentMiddlewareOptions>(options, ['sessionId'], {
+    summarizer: () =>
+      latestModelSummarizer(
+        (sessionId) => shapes.get(sessionId)?.model,
+        (model) => langchainSummarizer(model as InvokableChatModel),
+        'the agent has not called its model yet in this session',
+      ),
+  });
+  const agent: AgentGuard = { guard, sessionId: options.sessionId, shapes, checked: new BoundedMap(MAX_SESSIONS) };
   return Object.assign(
     createMiddleware({
       name: 'ContextGuardMiddleware',
-
-      beforeModel: async (state, runtime) => {
-        const messages = (state as { messages: BaseMessage[] }).messages;
-        if (!Array.isArray(messages) || messages.length === 0) return undefined;
-        const sessionId = sessionOf(runtime, messages);
-        const shape = shapes.get(sessionId);
-        // Before this process has seen the agent's model in this session (a restored thread), the
-        // window may only be known from the model's profile: wrapModelCall fits that first request,
-        // and this hook compacts the state from the next call on.
-        if (!shape && guard.options.contextWindow === undefined) return undefined;
-        const compacted = await guardMessages(sessionId, shape, messages);
-        // What the model call will receive, so that wrapModelCall need not run the guard again
-        // (once per model call: one estimate event, one pending request).
-        checked.set(sessionId, { messages: compacted ?? messages, shape });
-        // A compaction (or a tool-pairing repair) rewrites the state, so that the checkpoint holds
-        // what the model sees and the next turn builds on the summary.
-        if (!compacted) return undefined;
-        return { messages: [new RemoveMessage({ id: REMOVE_ALL_MESSAGES }), ...compacted] };
-      },
-
-      wrapModelCall: async (request, handler) => {
-        const model = request.model as object;
-        const modelId = modelIdOf(model);
-        const shape: RequestShape = {
-          system: request.systemMessage,
-          tools: toGuardTools(request.tools as unknown[]),
-          model,
-          modelId,
-          // A user's `models` entry for this model wins over the profile, as in withContextGuard.
-          window: userModelsCover(modelId, guard.options.models) ? undefined : profileWindow(model),
-        };
-        const sessionId = sessionOf(request.runtime, request.messages);
-        remember(sessionId, shape);
-        const seen = checked.get(sessionId);
-        checked.delete(sessionId);
-        // The request beforeModel just checked, unchanged (same messages, system message and tools):
-        // already estimated and fitted.
-        const checkedAlready =
-          seen?.shape && sameList(seen.messages, request.messages) && seen.shape.system === shape.system && seen.shape.tools === shape.tools;
-        const messages = checkedAlready ? undefined : await guardMessages(sessionId, shape, request.messages);
-        try {
-          return await handler(messages ? { ...request, messages } : request);
-        } catch (error) {
-          // A context-length rejection: the guard recorded the provider's count and requested a
-          // compaction; the request is fitted again (on a copy, as always here: the next beforeModel
-          // hook finds the stored summary and writes it into the state) and sent once more. Any other
-          // error, a failure on the way, or a second rejection reaches the agent as the model threw it.
-          const { retry } = await guard.recoverFromOverflow({ sessionId, error });
-          if (!retry) throw error;
-          const again = await guardMessages(sessionId, shape, request.messages).catch(() => {
-            throw error;
-          });
-          return handler(again ? { ...request, messages: again } : request);
-        }
-      },
-
-      afterModel: async (state, runtime) => {
-        const messages = (state as { messages: BaseMessage[] }).messages;
-        const last = Array.isArray(messages) ? messages[messages.length - 1] : undefined;
-        const usage = (last as { usage_metadata?: { input_tokens?: unknown; output_tokens?: unknown } } | undefined)?.usage_metadata;
-        if (!last || typeof usage?.input_tokens !== 'number') return undefined;
-        await guard.afterModel({
-          sessionId: sessionOf(runtime, messages),
-          usage: { inputTokens: usage.input_tokens, ...(typeof usage.output_tokens === 'number' ? { outputTokens: usage.output_tokens } : {}) },
-        });
-        return undefined;
-      },
+      beforeModel: (state, runtime) => compactState(agent, state as AgentState, runtime),
+      wrapModelCall: (request, handler) => fitRequest(agent, request, handler),
+      afterModel: (state, runtime) => recordUsage(agent, state as AgentState, runtime),
     }),
     { guard },
   );
-}
-
-function sameList(a: readonly unknown[], b: readonly unknown[]): boolean {
-  return a.length === b.length && a.every((x, i) => x === b[i]);
 }

@@ -8,8 +8,11 @@
 import { BaseCallbackHandler } from '@langchain/core/callbacks/base';
 import type { BaseMessage } from '@langchain/core/messages';
 import type { LLMResult } from '@langchain/core/outputs';
-import { isContextLengthError, type ContextGuard, type ModelUsage } from '../../src/index.ts';
-import { deriveSessionId } from '../shared/session-id.ts';
+import { isContextLengthError, type ContextGuard, type ErrorEvent, type ModelUsage } from '../../src/index.ts';
+import { BoundedMap } from '../shared/bounded-map.ts';
+import { reportAdapterError } from '../shared/core-shim.ts';
+import { deriveSessionId, resolveSessionId } from '../shared/session-id.ts';
+import { usageFromLLMOutput, usageFromMessage } from '../shared/usage.ts';
 import { toGuardMessages } from './convert.ts';
 
 /** Tag of the guard's own summarizer calls: their usage is not the session's prompt. */
@@ -31,9 +34,9 @@ export interface ContextGuardCallbackHandlerOptions {
   guard: ContextGuard;
   /**
    * The session the usage belongs to: the id you passed to `beforeModel`, or a function of the run.
-   * Default (or when the function returns nothing): the run's `metadata.thread_id` (set by LangGraph
-   * from `configurable.thread_id`), else an id derived from the conversation's start, as
-   * `withContextGuard` and the AI SDK middleware derive it.
+   * Default (or when the function returns nothing, or throws: that is reported to onEvent): the
+   * run's `metadata.thread_id` (set by LangGraph from `configurable.thread_id`; a string or a number),
+   * else an id derived from the conversation's start, as `withContextGuard` and the AI SDK middleware derive it.
    */
   sessionId?: string | ((run: LLMRunInfo) => string | undefined);
 }
@@ -42,18 +45,24 @@ const MAX_RUNS = 1_000;
 
 /** Prompt and output tokens of a chat model's result; undefined when the provider reported none. */
 export function usageFromLLMResult(output: LLMResult | undefined): ModelUsage | undefined {
-  const generation = output?.generations?.[0]?.[0] as { message?: { usage_metadata?: unknown } } | undefined;
-  const metadata = generation?.message?.usage_metadata as { input_tokens?: unknown; output_tokens?: unknown } | undefined;
-  // `input_tokens` is the prompt's total, cached tokens included (LangChain's contract for every provider).
-  if (typeof metadata?.input_tokens === 'number') {
-    return { inputTokens: metadata.input_tokens, ...(typeof metadata.output_tokens === 'number' ? { outputTokens: metadata.output_tokens } : {}) };
-  }
-  // Older integrations report only the OpenAI-style totals of the run.
-  const tokenUsage = (output?.llmOutput as { tokenUsage?: { promptTokens?: unknown; completionTokens?: unknown } } | undefined)?.tokenUsage;
-  if (typeof tokenUsage?.promptTokens === 'number') {
-    return { inputTokens: tokenUsage.promptTokens, ...(typeof tokenUsage.completionTokens === 'number' ? { outputTokens: tokenUsage.completionTokens } : {}) };
-  }
-  return undefined;
+  // The message's usage_metadata; older integrations report only the OpenAI-style totals of the run.
+  const message = (output?.generations?.[0]?.[0] as { message?: unknown } | undefined)?.message;
+  return usageFromMessage(message) ?? usageFromLLMOutput(output?.llmOutput);
+}
+
+/** The start hooks' arguments, of which the handler keeps the run's ids, tags and metadata. */
+type StartArgs<Input> = [
+  llm: unknown,
+  input: Input,
+  runId: string,
+  parentRunId?: string,
+  extraParams?: Record<string, unknown>,
+  tags?: string[],
+  metadata?: Record<string, unknown>,
+];
+
+function runInfo(runId: string, parentRunId?: string, tags?: string[], metadata?: Record<string, unknown>): LLMRunInfo {
+  return { runId, ...(parentRunId ? { parentRunId } : {}), tags: tags ?? [], metadata: metadata ?? {} };
 }
 
 /**
@@ -88,38 +97,29 @@ export class ContextGuardCallbackHandler extends BaseCallbackHandler {
     this.guard = options.guard;
     this.sessionId = options.sessionId;
     // LangChain's `copy()` passes the handler itself as the options: the copy shares the runs.
-    this.runs = (options as Partial<ContextGuardCallbackHandler>).runs instanceof Map ? (options as ContextGuardCallbackHandler).runs : new Map();
+    const shared = (options as Partial<ContextGuardCallbackHandler>).runs;
+    this.runs = shared instanceof Map ? shared : new BoundedMap(MAX_RUNS);
   }
 
   private remember(info: LLMRunInfo): void {
     // A fixed session id needs nothing from the run.
     if (typeof this.sessionId === 'string') return;
     this.runs.set(info.runId, info);
-    if (this.runs.size > MAX_RUNS) this.runs.delete(this.runs.keys().next().value as string);
   }
 
-  override handleChatModelStart(
-    _llm: unknown,
-    messages: BaseMessage[][],
-    runId: string,
-    parentRunId?: string,
-    _extraParams?: Record<string, unknown>,
-    tags?: string[],
-    metadata?: Record<string, unknown>,
-  ): void {
-    this.remember({ runId, ...(parentRunId ? { parentRunId } : {}), tags: tags ?? [], metadata: metadata ?? {}, messages: messages?.[0] ?? [] });
+  /** The run that ended, forgotten; undefined for the guard's own summarizer runs, which are not the session's prompt. */
+  private ended(runId: string, parentRunId: string | undefined, tags: string[] | undefined): LLMRunInfo | undefined {
+    const info = this.runs.get(runId) ?? runInfo(runId, parentRunId, tags);
+    this.runs.delete(runId);
+    return (tags ?? info.tags).includes(SUMMARIZER_TAG) ? undefined : info;
   }
 
-  override handleLLMStart(
-    _llm: unknown,
-    _prompts: string[],
-    runId: string,
-    parentRunId?: string,
-    _extraParams?: Record<string, unknown>,
-    tags?: string[],
-    metadata?: Record<string, unknown>,
-  ): void {
-    this.remember({ runId, ...(parentRunId ? { parentRunId } : {}), tags: tags ?? [], metadata: metadata ?? {} });
+  override handleChatModelStart(...[, messages, runId, parentRunId, , tags, metadata]: StartArgs<BaseMessage[][]>): void {
+    this.remember({ ...runInfo(runId, parentRunId, tags, metadata), messages: messages?.[0] ?? [] });
+  }
+
+  override handleLLMStart(...[, , runId, parentRunId, , tags, metadata]: StartArgs<string[]>): void {
+    this.remember(runInfo(runId, parentRunId, tags, metadata));
   }
 
   /**
@@ -128,10 +128,9 @@ export class ContextGuardCallbackHandler extends BaseCallbackHandler {
    */
   override async handleLLMError(error: unknown, runId: string, parentRunId?: string, tags?: string[]): Promise<void> {
     try {
-      const info = this.runs.get(runId) ?? { runId, ...(parentRunId ? { parentRunId } : {}), tags: tags ?? [], metadata: {} };
-      this.runs.delete(runId);
-      if ((tags ?? info.tags).includes(SUMMARIZER_TAG) || !isContextLengthError(error)) return;
-      const sessionId = this.resolveSession(info);
+      const info = this.ended(runId, parentRunId, tags);
+      if (!info || !isContextLengthError(error)) return;
+      const sessionId = this.resolveSession(info, 'recoverFromOverflow');
       if (sessionId) await this.guard.recoverFromOverflow({ sessionId, error });
     } catch {
       // Never into the model call: recoverFromOverflow reports its own problems as events.
@@ -140,10 +139,8 @@ export class ContextGuardCallbackHandler extends BaseCallbackHandler {
 
   override async handleLLMEnd(output: LLMResult, runId: string, parentRunId?: string, tags?: string[]): Promise<void> {
     try {
-      const info = this.runs.get(runId) ?? { runId, ...(parentRunId ? { parentRunId } : {}), tags: tags ?? [], metadata: {} };
-      this.runs.delete(runId);
-      if ((tags ?? info.tags).includes(SUMMARIZER_TAG)) return;
-      const sessionId = this.resolveSession(info);
+      const info = this.ended(runId, parentRunId, tags);
+      const sessionId = info && this.resolveSession(info, 'afterModel');
       if (!sessionId) return;
       await this.guard.afterModel({ sessionId, usage: usageFromLLMResult(output) ?? null });
     } catch {
@@ -151,14 +148,13 @@ export class ContextGuardCallbackHandler extends BaseCallbackHandler {
     }
   }
 
-  private resolveSession(info: LLMRunInfo): string | undefined {
-    if (typeof this.sessionId === 'string') return this.sessionId;
-    if (typeof this.sessionId === 'function') {
-      const id = this.sessionId(info);
-      if (typeof id === 'string' && id) return id;
-    }
-    const thread = info.metadata['thread_id'];
-    if ((typeof thread === 'string' && thread) || typeof thread === 'number') return String(thread);
-    return info.messages ? deriveSessionId(toGuardMessages(info.messages)) : undefined;
+  private resolveSession(info: LLMRunInfo, stage: ErrorEvent['stage']): string | undefined {
+    return resolveSessionId({
+      option: this.sessionId,
+      context: info,
+      hostId: info.metadata['thread_id'],
+      derive: () => (info.messages ? deriveSessionId(toGuardMessages(info.messages)) : undefined),
+      onError: (error) => reportAdapterError(this.guard, { stage, error }),
+    });
   }
 }

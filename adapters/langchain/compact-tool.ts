@@ -4,13 +4,15 @@ import { tool } from '@langchain/core/tools';
 import { z } from 'zod';
 import type { ContextGuard } from '../../src/index.ts';
 import { COMPACT_FOCUS_DESCRIPTION, COMPACT_TOOL_DESCRIPTION, guardOf, requestCompaction } from '../shared/compact-reply.ts';
+import { resolveSessionId } from '../shared/session-id.ts';
+import { threadIdOf } from './model-info.ts';
 
 export interface CompactToolOptions {
   /** The tool's name. Default `compact_context`. */
   name?: string;
   /** Below this fraction of the window the tool answers that no compaction is needed. Default 0.2. */
   minFraction?: number;
-  /** The session of a run without a `thread_id` (the createAgent middleware's `sessionId`). */
+  /** The session of every run (the createAgent middleware's fixed `sessionId`). Default: the run's `thread_id`, a string or a number. */
   sessionId?: string;
 }
 
@@ -23,8 +25,7 @@ export function compactTool(target: ContextGuard | { guard: ContextGuard }, opti
   const minFraction = options.minFraction ?? 0.2;
   return tool(
     async ({ focus }, config) => {
-      const threadId = (config as { configurable?: { thread_id?: unknown } } | undefined)?.configurable?.thread_id;
-      const sessionId = options.sessionId ?? (typeof threadId === 'string' && threadId ? threadId : undefined);
+      const sessionId = resolveSessionId({ option: options.sessionId, hostId: threadIdOf(config) });
       if (!sessionId) return 'Compaction is not available here: this run has no thread_id.';
       return requestCompaction(guard, sessionId, focus, minFraction);
     },

@@ -30,6 +30,7 @@ import {
 import { isLangChainTool } from '@langchain/core/utils/function_calling';
 import { toJsonSchema } from '@langchain/core/utils/json_schema';
 import type { DataContent, GuardMessage, ToolDefinition, ToolResultOutput, ToolResultPart } from '../../src/index.ts';
+import { memoizedToolConverter } from '../shared/tool-memo.ts';
 
 type Block = Record<string, unknown> & { type?: unknown };
 type Part = Record<string, unknown> & { type?: unknown };
@@ -633,10 +634,6 @@ export function fromGuardMessages(messages: readonly GuardMessage[]): BaseMessag
 // Tool definitions
 // ---------------------------------------------------------------------------------------------
 
-// The guard caches tool measures by identity, so the same tool (or list) always maps to the same object.
-const toolDefinitions = new WeakMap<object, ToolDefinition>();
-const toolLists = new WeakMap<readonly unknown[], ToolDefinition[]>();
-
 function definitionOf(tool: unknown): ToolDefinition {
   if (!isObject(tool)) return { name: String(tool) };
   // StructuredTool, tool(), RunnableToolLike, { name, description, schema }: zod or JSON schema.
@@ -662,15 +659,7 @@ function definitionOf(tool: unknown): ToolDefinition {
   return { name: str(name) ?? String(tool['type'] ?? ''), ...optional('description', str(description)), inputSchema: rest };
 }
 
-function toGuardTool(tool: unknown): ToolDefinition {
-  if (!isObject(tool)) return definitionOf(tool);
-  let definition = toolDefinitions.get(tool);
-  if (!definition) {
-    definition = definitionOf(tool);
-    toolDefinitions.set(tool, definition);
-  }
-  return definition;
-}
+const convertTools = memoizedToolConverter(definitionOf);
 
 /**
  * The guard's tool definitions for tools as `bindTools` takes them (StructuredTool and `tool()`
@@ -678,11 +667,5 @@ function toGuardTool(tool: unknown): ToolDefinition {
  * the same input array, the same definition for the same tool.
  */
 export function toGuardTools(tools: readonly unknown[] | undefined): ToolDefinition[] | undefined {
-  if (!Array.isArray(tools)) return undefined;
-  let definitions = toolLists.get(tools);
-  if (!definitions) {
-    definitions = tools.map(toGuardTool);
-    toolLists.set(tools, definitions);
-  }
-  return definitions;
+  return convertTools(tools);
 }

@@ -9,17 +9,15 @@ import type { BaseLanguageModelInput } from '@langchain/core/language_models/bas
 import type { BaseChatModelCallOptions, BindToolsInput } from '@langchain/core/language_models/chat_models';
 import { coerceMessageLikeToMessage, HumanMessage, type AIMessageChunk, type BaseMessage, type BaseMessageLike } from '@langchain/core/messages';
 import { ensureConfig, pickRunnableConfigKeys, Runnable, RunnableBinding, type RunnableConfig } from '@langchain/core/runnables';
-import {
-  createContextGuard,
-  resolveModelInfo,
-  type ContextGuard,
-  type ContextGuardOptions,
-  type GuardMessage,
-  type ModelUsage,
-  type ToolDefinition,
-} from '../../src/index.ts';
-import { deriveSessionId } from '../shared/session-id.ts';
+import type { ContextGuard, ContextGuardOptions, GuardMessage, ModelUsage, ToolDefinition } from '../../src/index.ts';
+import { BoundedMap } from '../shared/bounded-map.ts';
+import { ownedGuardWindow, reportAdapterError } from '../shared/core-shim.ts';
+import { retryAfterOverflow } from '../shared/overflow-retry.ts';
+import { adapterGuard } from '../shared/owned-guard.ts';
+import { deriveSessionId, resolveSessionId } from '../shared/session-id.ts';
+import { addUsage, usageFromMessage } from '../shared/usage.ts';
 import { fromGuardMessages, toGuardMessages, toGuardTools } from './convert.ts';
+import { callWindow, modelIdOf, profileWindow, threadIdOf } from './model-info.ts';
 import { langchainSummarizer, type InvokableChatModel } from './summarizer.ts';
 
 /** Which conversation a call belongs to; see {@link WithContextGuardOptions.sessionId}. */
@@ -28,9 +26,9 @@ export type SessionIdOption = string | ((config: RunnableConfig) => string | und
 interface AdapterOptions {
   /**
    * The session of every call: a fixed id, or a function of the call's config. Default (or when
-   * the function returns nothing): `config.configurable.thread_id`, else an id derived from the
-   * conversation's start (its system messages and first user message), so two conversations
-   * through one model never share calibration or summaries.
+   * the function returns nothing, or throws: that is reported to onEvent): `config.configurable.thread_id`
+   * (a string or a number), else an id derived from the conversation's start (its system messages
+   * and first user message), so two conversations through one model never share calibration or summaries.
    */
   sessionId?: SessionIdOption;
 }
@@ -73,33 +71,6 @@ interface PreparedCall {
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
 
-/** The model's name, for the registry's window and the media pricing. */
-export function modelIdOf(model: object): string | undefined {
-  const m = model as { model?: unknown; modelName?: unknown };
-  return typeof m.model === 'string' && m.model ? m.model : typeof m.modelName === 'string' && m.modelName ? m.modelName : undefined;
-}
-
-/** `profile.maxInputTokens` (LangChain 1.x model profiles); undefined when the model has none. */
-export function profileWindow(model: object): number | undefined {
-  try {
-    const window = (model as { profile?: { maxInputTokens?: unknown } }).profile?.maxInputTokens;
-    return typeof window === 'number' && Number.isFinite(window) && window > 0 ? window : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Whether one of the user's `models` keys names this model (a user override beats the profile). */
-export function userModelsCover(modelId: string | undefined, models: Record<string, number> | undefined): boolean {
-  if (!modelId || !models) return false;
-  // The registry's own prefix matching, with a window no built-in entry has as the marker.
-  return Object.keys(models).some((key) => resolveModelInfo(modelId, { [key]: 0.5 })?.contextWindow === 0.5);
-}
-
-function isGuardOption(options: WithContextGuardOptions): options is { guard: ContextGuard } & AdapterOptions {
-  return isObject(options) && 'guard' in options && options.guard !== undefined;
-}
-
 /** The BaseMessages of any chat model input (a string, a prompt value, message-likes). */
 function toBaseMessages(input: BaseLanguageModelInput): BaseMessage[] {
   if (typeof input === 'string') return [new HumanMessage(input)];
@@ -108,13 +79,6 @@ function toBaseMessages(input: BaseLanguageModelInput): BaseMessage[] {
     return (input as { toChatMessages(): BaseMessage[] }).toChatMessages();
   }
   throw new TypeError('context-guard: unsupported chat model input');
-}
-
-/** The usage the guard records: input_tokens is the prompt's total, cached tokens included. */
-function usageOf(message: unknown): ModelUsage | null {
-  const u = (message as { usage_metadata?: { input_tokens?: unknown; output_tokens?: unknown } } | undefined)?.usage_metadata;
-  if (typeof u?.input_tokens !== 'number') return null;
-  return { inputTokens: u.input_tokens, ...(typeof u.output_tokens === 'number' ? { outputTokens: u.output_tokens } : {}) };
 }
 
 /**
@@ -175,7 +139,7 @@ export class GuardedChatModel<CallOptions extends BaseChatModelCallOptions = Bas
       call = retry;
       response = (await this.fields.bound.invoke(call.input, config)) as Output;
     }
-    if (call.sessionId) await this.guard.afterModel({ sessionId: call.sessionId, usage: usageOf(response) });
+    if (call.sessionId) await this.guard.afterModel({ sessionId: call.sessionId, usage: usageFromMessage(response) ?? null });
     return response;
   }
 
@@ -188,16 +152,11 @@ export class GuardedChatModel<CallOptions extends BaseChatModelCallOptions = Bas
     for (;;) {
       // Usage arrives in parts (Anthropic: input with the first chunk, output with the last): summed,
       // as LangChain's own chunk concatenation does. A stream abandoned early records nothing.
-      let inputTokens: number | undefined;
-      let outputTokens: number | undefined;
+      let usage: ModelUsage | undefined;
       let started = false;
       try {
         for await (const chunk of await this.fields.bound.stream(call.input, config)) {
-          const usage = usageOf(chunk);
-          if (usage) {
-            inputTokens = (inputTokens ?? 0) + usage.inputTokens;
-            if (usage.outputTokens !== undefined) outputTokens = (outputTokens ?? 0) + usage.outputTokens;
-          }
+          usage = addUsage(usage, usageFromMessage(chunk));
           started = true;
           yield chunk as Output;
         }
@@ -208,27 +167,14 @@ export class GuardedChatModel<CallOptions extends BaseChatModelCallOptions = Bas
         retried = true;
         continue;
       }
-      if (call.sessionId) {
-        const usage = inputTokens === undefined ? null : { inputTokens, ...(outputTokens !== undefined ? { outputTokens } : {}) };
-        await this.guard.afterModel({ sessionId: call.sessionId, usage });
-      }
+      if (call.sessionId) await this.guard.afterModel({ sessionId: call.sessionId, usage: usage ?? null });
       return;
     }
   }
 
-  /**
-   * After a failed call: when the guard recognizes a context-length rejection (it then records the
-   * provider's count and requests a compaction), the call guarded again; otherwise undefined.
-   */
-  private async retryAfter(
-    error: unknown,
-    call: PreparedCall,
-    input: BaseLanguageModelInput,
-    config: Partial<CallOptions>,
-  ): Promise<PreparedCall | undefined> {
-    if (!call.sessionId) return undefined;
-    const { retry } = await this.guard.recoverFromOverflow({ sessionId: call.sessionId, error });
-    return retry ? this.prepare(input, config) : undefined;
+  /** After a failed call: the call guarded again when the guard recognizes a context-length rejection; otherwise undefined. */
+  private retryAfter(error: unknown, call: PreparedCall, input: BaseLanguageModelInput, config: Partial<CallOptions>) {
+    return retryAfterOverflow(this.guard, call.sessionId, error, () => this.prepare(input, config));
   }
 
   /**
@@ -260,25 +206,18 @@ export class GuardedChatModel<CallOptions extends BaseChatModelCallOptions = Bas
     const contexts = this.fields.contexts;
     if (!contexts) return;
     const { signal: _signal, timeout: _timeout, ...context } = pickRunnableConfigKeys(config as RunnableConfig) ?? {};
-    contexts.delete(sessionId);
     contexts.set(sessionId, context);
-    if (contexts.size > MAX_CONTEXTS) contexts.delete(contexts.keys().next().value as string);
   }
 
   private sessionOf(config: RunnableConfig, messages: readonly GuardMessage[]): string {
-    const option = this.fields.sessionId;
-    if (typeof option === 'string' && option) return option;
-    if (typeof option === 'function') {
-      try {
-        const id = option(config);
-        if (typeof id === 'string' && id) return id;
-      } catch {
-        // A failing session function falls back to the defaults below.
-      }
-    }
-    const thread = config.configurable?.['thread_id'];
-    if ((typeof thread === 'string' && thread) || typeof thread === 'number') return String(thread);
-    return deriveSessionId(messages);
+    return (
+      resolveSessionId({
+        option: this.fields.sessionId,
+        context: config,
+        hostId: threadIdOf(config),
+        onError: (error) => reportAdapterError(this.guard, { stage: 'beforeModel', error }),
+      }) ?? deriveSessionId(messages)
+    );
   }
 
   /** The guarded input of one call, and its session; the input as it was when it cannot be read. */
@@ -299,7 +238,7 @@ export class GuardedChatModel<CallOptions extends BaseChatModelCallOptions = Bas
       this.rememberContext(sessionId, config);
       // A shared guard ({ guard }) without a window of its own still learns the model's from its
       // profile, unless one of its `models` entries names the model.
-      const window = userModelsCover(this.modelId, this.guard.options.models) ? undefined : profileWindow(this.fields.model);
+      const window = callWindow(this.guard, this.fields.model, this.modelId);
       const result = await this.guard.beforeModel({
         sessionId,
         messages: guardMessages,
@@ -310,11 +249,7 @@ export class GuardedChatModel<CallOptions extends BaseChatModelCallOptions = Bas
       return { input: fromGuardMessages(result.messages), sessionId };
     } catch (error) {
       // A conversion bug must not fail the call: it goes out unguarded, and the guard's onEvent hears of it.
-      try {
-        this.guard.options.onEvent?.({ type: 'error', ...(sessionId ? { sessionId } : {}), stage: 'beforeModel', error });
-      } catch {
-        // onEvent's own failures are not the caller's problem.
-      }
+      reportAdapterError(this.guard, { sessionId, stage: 'beforeModel', error });
       return { input: messages, ...(sessionId ? { sessionId } : {}) };
     }
   }
@@ -353,19 +288,14 @@ export function withContextGuard<CallOptions extends BaseChatModelCallOptions = 
 ): GuardedChatModel<CallOptions, Output> {
   const { base, binding, tools } = unwrap(chatModel);
   const modelId = modelIdOf(base);
-  let guard: ContextGuard;
-  let contexts: Map<string, RunnableConfig> | undefined;
-  if (isGuardOption(options)) guard = options.guard;
-  else {
-    const { sessionId: _session, ...core } = options;
-    const contextWindow = core.contextWindow ?? (userModelsCover(modelId, core.models) ? undefined : profileWindow(base));
-    let summarizer = core.summarizer;
-    if (!summarizer) {
-      const known = (contexts = new Map());
-      summarizer = langchainSummarizer(base as InvokableChatModel, { config: ({ sessionId }) => known.get(sessionId) });
-    }
-    guard = createContextGuard({ ...core, ...(contextWindow !== undefined ? { contextWindow } : {}), summarizer });
-  }
+  let contexts: BoundedMap<string, RunnableConfig> | undefined;
+  const { guard } = adapterGuard<AdapterOptions>(options, ['sessionId'], {
+    contextWindow: (core) => ownedGuardWindow(core, { modelId, contextWindow: profileWindow(base) }),
+    summarizer: () => {
+      const known = (contexts = new BoundedMap(MAX_CONTEXTS));
+      return langchainSummarizer(base as InvokableChatModel, { config: ({ sessionId }) => known.get(sessionId) });
+    },
+  });
   return new GuardedChatModel<CallOptions, Output>({
     guard,
     model: base,

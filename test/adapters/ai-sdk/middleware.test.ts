@@ -8,7 +8,7 @@ import { generateText, stepCountIs, streamText, tool, wrapLanguageModel, type Mo
 import { MockLanguageModelV4 } from 'ai/test';
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { compactTool, contextGuardMiddleware } from '../../../adapters/ai-sdk/index.ts';
+import { compactTool, contextGuardMiddleware, deriveSessionId } from '../../../adapters/ai-sdk/index.ts';
 import type { ContextGuardOptions, GuardMessage, Summarizer } from '../../../src/index.ts';
 import { pairingProblems } from '../../compaction/invariants.ts';
 import { recorder } from '../../helpers.ts';
@@ -542,6 +542,21 @@ describe('sessions', () => {
 // -------------------------------------------------------------------------------------------------
 // Provider options
 // -------------------------------------------------------------------------------------------------
+
+describe('session id of a call', () => {
+  const prompt = [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }];
+  const reply = { content: [{ type: 'text', text: 'ok' }], finishReason: { unified: 'stop', raw: 'stop' }, usage: { inputTokens: { total: 9 } }, warnings: [] };
+
+  it('providerOptions.contextGuard.sessionId: a string or a number (as LangGraph thread ids are); anything else is derived', async () => {
+    const events = recorder();
+    const base = new MockLanguageModelV4({ doGenerate: reply as never });
+    const model = wrapLanguageModel({ model: base, middleware: contextGuardMiddleware({ contextWindow: WINDOW, onEvent: events.onEvent }) });
+    for (const sessionId of ['chat-1', 42, '', { id: 1 }]) await model.doGenerate({ prompt, providerOptions: { contextGuard: { sessionId } } } as never);
+    const sessions = events.of('estimate').map((e) => e.sessionId);
+    expect(sessions.slice(0, 2)).toEqual(['chat-1', '42']);
+    expect(sessions.slice(2)).toEqual([deriveSessionId(prompt), deriveSessionId(prompt)]);
+  });
+});
 
 describe('provider options', () => {
   const cache = { anthropic: { cacheControl: { type: 'ephemeral' } } };

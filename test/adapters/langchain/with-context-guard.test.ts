@@ -234,6 +234,13 @@ describe('withContextGuard', () => {
       expect(await windowOf(withContextGuard(new RecordingChatModel({ model: 'gpt-4o', maxInputTokens: 50_000 }), { guard: createContextGuard({ contextWindow: 9_000 }) }))).toBe(9_000);
     });
 
+    it('a profile window below the minimum (a placeholder) is no window: the registry decides, and wrapping never throws', async () => {
+      expect(await windowOf(withContextGuard(new RecordingChatModel({ model: 'gpt-4o', maxInputTokens: 500 })))).toBe(resolveModelInfo('gpt-4o')?.contextWindow);
+      expect(await windowOf(withContextGuard(new RecordingChatModel({ model: 'gpt-4o', maxInputTokens: 500 }), { guard: createContextGuard() }))).toBe(
+        resolveModelInfo('gpt-4o')?.contextWindow,
+      );
+    });
+
     it('an unknown model without a profile is reported and passed through, never given 4,097 tokens', async () => {
       const events = recorder();
       const model = new RecordingChatModel({ model: 'my-local-llm' });
