@@ -3,6 +3,7 @@
 import type { ResolvedOptions } from './config.ts';
 import type { CompactionResult } from './compaction/types.ts';
 import type { GuardMessage, ToolDefinition } from './messages.ts';
+import type { ErrorEvent } from './events.ts';
 import type { SessionStatus } from './state/session.ts';
 
 export interface BeforeModelInput {
@@ -106,6 +107,15 @@ export interface ContextGuard {
    * nothing changes. One guard operation (one lock, one store round trip); never throws.
    */
   recoverFromOverflow(input: RecoverFromOverflowInput): Promise<RecoverFromOverflowResult>;
+  /**
+   * The window a call for `modelId` is measured against, the user's settings first: the
+   * `contextWindow` option, else a `models` entry naming the model, else the window the host
+   * declares (`contextWindow`, a LangChain profile's `maxInputTokens`; at least 1,000), else the
+   * built-in registry. Undefined when none is known. Sends no event.
+   */
+  contextWindowFor(query: { modelId?: string | undefined; contextWindow?: number | undefined }): number | undefined;
+  /** Reports a failure outside the guard (an adapter's) to `onEvent` as an `error` event; never throws. */
+  reportError(report: { sessionId?: string | undefined; stage: ErrorEvent['stage']; error: unknown }): void;
   /** The validated options with their defaults. */
   readonly options: Readonly<ResolvedOptions>;
 }

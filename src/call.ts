@@ -7,7 +7,7 @@ import type { GuardMessage, ToolDefinition } from './messages.ts';
 import { CHARACTER_MEASURE, encodingFor, textMeasure, type TextMeasure } from './tokens/exact.ts';
 import { mediaProviderForModel } from './tokens/media.ts';
 import type { MeasuredPrompt, PromptMeasurer } from './tokens/prompt-measure.ts';
-import { resolveModelInfo } from './tokens/windows.ts';
+import { matchingOverride, resolveModelInfo } from './tokens/windows.ts';
 
 /** One beforeModel call: its messages, its window, and how its prompts are measured. */
 export interface Call {
@@ -28,6 +28,27 @@ export interface Call {
   measureApart: (messages: GuardMessage[]) => MeasuredPrompt;
 }
 
+/** A host's window the guard takes: a finite number of tokens, at least the minimum (below it, a placeholder or a fraction). */
+export function isUsableWindow(window: unknown): window is number {
+  return typeof window === 'number' && Number.isFinite(window) && window >= MIN_CONTEXT_WINDOW;
+}
+
+/**
+ * The window a call is measured against, the user's settings first: the `contextWindow` option,
+ * else a `models` entry naming the model, else the window the host declares (when usable), else the
+ * registry's. Undefined when none is known. Pure: no event. Adapters pass it as the call's window.
+ */
+export function contextWindowFor(
+  options: Pick<ResolvedOptions, 'contextWindow' | 'models'>,
+  query: { modelId?: string | undefined; contextWindow?: number | undefined },
+): number | undefined {
+  if (options.contextWindow !== undefined) return options.contextWindow;
+  const { modelId } = query;
+  if (modelId && matchingOverride(modelId, options.models) !== undefined) return resolveModelInfo(modelId, options.models)?.contextWindow;
+  if (isUsableWindow(query.contextWindow)) return query.contextWindow;
+  return modelId ? resolveModelInfo(modelId)?.contextWindow : undefined;
+}
+
 /** Resolves windows, thresholds and text measures, reporting each configuration problem once. */
 export class CallResolver {
   private readonly reportedModels = new Set<string>();
@@ -44,7 +65,7 @@ export class CallResolver {
   window(sessionId: string, modelId: string | undefined, callWindow: number | undefined): number | undefined {
     if (this.options.contextWindow !== undefined) return this.options.contextWindow;
     // A host's window below the minimum (a profile's placeholder, a fraction) is no window at all.
-    if (typeof callWindow === 'number' && Number.isFinite(callWindow) && callWindow >= MIN_CONTEXT_WINDOW) return callWindow;
+    if (isUsableWindow(callWindow)) return callWindow;
     const window = modelId ? resolveModelInfo(modelId, this.options.models)?.contextWindow : undefined;
     if (window !== undefined) return window;
     const key = modelId ?? '';

@@ -1,11 +1,10 @@
-// createContextGuard: the orchestration of one model call. beforeModel measures the prompt with
-// the session's memo applied (call.ts, prepare.ts), decides, compacts when it must
-// (compact.ts) and records what it sends; afterModel folds the provider's real count
-// back into the calibration (usage.ts). State goes through the session repository
-// (state/repository.ts). Nothing here ever throws into the host agent: failures become events,
-// and a call that fails inside the guard fails closed (safety.ts).
+// createContextGuard: the orchestration of one model call. beforeModel measures the prompt with the
+// session's memo applied (call.ts, prepare.ts), decides, compacts when it must (compact.ts) and
+// records what it sends; afterModel folds the provider's real count into the calibration (usage.ts).
+// State goes through the session repository (state/repository.ts). Nothing here ever throws into
+// the host agent: failures become events, and a call that fails inside the guard fails closed.
 import type { AfterModelInput, BeforeModelInput, BeforeModelResult, CompactOptions, ContextGuard, RecoverFromOverflowInput, RecoverFromOverflowResult } from './api.ts';
-import { CallResolver, hostKey, type Call } from './call.ts';
+import { CallResolver, contextWindowFor, hostKey, type Call } from './call.ts';
 import { resolveOptions, type ContextGuardOptions, type ResolvedOptions } from './config.ts';
 import { compact, compactionRequest, type CompactionEnv, type CompactionOutcome } from './compact.ts';
 import { CircuitBreaker } from './compaction/summarize.ts';
@@ -103,6 +102,10 @@ class Guard implements ContextGuard {
       this.emit({ type: 'overflow-retry', sessionId, ...reported });
       return { retry: true, ...reported };
     });
+
+  readonly contextWindowFor: ContextGuard['contextWindowFor'] = (query) => contextWindowFor(this.options, query ?? {});
+
+  readonly reportError: ContextGuard['reportError'] = ({ sessionId, stage, error }) => this.emit({ type: 'error', ...(sessionId ? { sessionId } : {}), stage, error });
 
   readonly reset = async (sessionId: string): Promise<void> => {
     for (const key of [sessionId, hostKey(sessionId), `${sessionId}\u0000apart`]) this.measurer.forget(key);

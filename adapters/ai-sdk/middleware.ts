@@ -15,7 +15,7 @@ import type {
 } from '@ai-sdk/provider';
 import type { ContextGuard, ContextGuardOptions, GuardMessage } from '../../src/index.ts';
 import { BoundedMap } from '../shared/bounded-map.ts';
-import { reportAdapterError } from '../shared/core-shim.ts';
+import { reportAdapterError } from '../shared/model-window.ts';
 import { retryAfterOverflow } from '../shared/overflow-retry.ts';
 import { adapterGuard, latestModelSummarizer } from '../shared/owned-guard.ts';
 import { deriveSessionId, hostSessionId } from '../shared/session-id.ts';

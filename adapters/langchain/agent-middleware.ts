@@ -10,7 +10,7 @@ import { RemoveMessage, SystemMessage, type BaseMessage } from '@langchain/core/
 import { createMiddleware, type ModelRequest, type WrapModelCallHandler } from 'langchain';
 import type { ContextGuard, ContextGuardOptions, ErrorEvent, ToolDefinition } from '../../src/index.ts';
 import { BoundedMap } from '../shared/bounded-map.ts';
-import { contextWindowFor, reportAdapterError } from '../shared/core-shim.ts';
+import { contextWindowFor, reportAdapterError } from '../shared/model-window.ts';
 import { retryAfterOverflow } from '../shared/overflow-retry.ts';
 import { adapterGuard, latestModelSummarizer } from '../shared/owned-guard.ts';
 import { deriveSessionId, hostSessionId, resolveSessionId } from '../shared/session-id.ts';

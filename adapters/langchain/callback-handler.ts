@@ -10,7 +10,7 @@ import type { BaseMessage } from '@langchain/core/messages';
 import type { LLMResult } from '@langchain/core/outputs';
 import { isContextLengthError, type ContextGuard, type ErrorEvent, type ModelUsage } from '../../src/index.ts';
 import { BoundedMap } from '../shared/bounded-map.ts';
-import { reportAdapterError } from '../shared/core-shim.ts';
+import { reportAdapterError } from '../shared/model-window.ts';
 import { deriveSessionId, resolveSessionId } from '../shared/session-id.ts';
 import { usageFromLLMOutput, usageFromMessage } from '../shared/usage.ts';
 import { toGuardMessages } from './convert.ts';

@@ -1,7 +1,7 @@
 // What the LangChain adapters read off a chat model and a run: the model's name (for the registry's
 // window and the media pricing), the window its profile declares, and LangGraph's thread id.
 import type { ContextGuard } from '../../src/index.ts';
-import { contextWindowFor } from '../shared/core-shim.ts';
+import { contextWindowFor } from '../shared/model-window.ts';
 
 /** The model's name (`model`, else `modelName`, as provider integrations expose it). */
 export function modelIdOf(model: object): string | undefined {

@@ -11,7 +11,7 @@ import { coerceMessageLikeToMessage, HumanMessage, type AIMessageChunk, type Bas
 import { ensureConfig, pickRunnableConfigKeys, Runnable, RunnableBinding, type RunnableConfig } from '@langchain/core/runnables';
 import type { ContextGuard, ContextGuardOptions, GuardMessage, ModelUsage, ToolDefinition } from '../../src/index.ts';
 import { BoundedMap } from '../shared/bounded-map.ts';
-import { ownedGuardWindow, reportAdapterError } from '../shared/core-shim.ts';
+import { ownedGuardWindow, reportAdapterError } from '../shared/model-window.ts';
 import { retryAfterOverflow } from '../shared/overflow-retry.ts';
 import { adapterGuard } from '../shared/owned-guard.ts';
 import { deriveSessionId, resolveSessionId } from '../shared/session-id.ts';

@@ -343,6 +343,23 @@ function prepareOverrides(overrides: Readonly<Record<string, number>>): Readonly
  * an overridden known model are kept, and an unknown model with an override has family `'other'`.
  * Throws a RangeError when an override is not a positive, finite number.
  */
+/**
+ * The key of `overrides` that names the model (normalized, the longest prefix at a name boundary,
+ * as resolveModelInfo matches), or undefined. The values are not read, so options not yet
+ * validated are fine.
+ */
+export function matchingOverride(modelId: string, overrides: Readonly<Record<string, unknown>>): string | undefined {
+  const id = normalizeModelId(modelId);
+  if (id === '') return undefined;
+  let best: string | undefined;
+  let bestLength = -1;
+  for (const key of Object.keys(overrides)) {
+    const prefix = normalizeModelId(key);
+    if (prefix !== '' && prefix.length > bestLength && matchesPrefix(id, prefix)) [best, bestLength] = [key, prefix.length];
+  }
+  return best;
+}
+
 export function resolveModelInfo(modelId: string, overrides?: Readonly<Record<string, number>>): ModelInfo | undefined {
   const id = normalizeModelId(modelId);
   if (id === '') return undefined;

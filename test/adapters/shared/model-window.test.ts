@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { contextWindowFor, isUsableWindow, modelsNameModel, ownedGuardWindow, reportAdapterError } from '../../../adapters/shared/core-shim.ts';
+import { contextWindowFor, isUsableWindow, modelsNameModel, ownedGuardWindow, reportAdapterError } from '../../../adapters/shared/model-window.ts';
 import { createContextGuard, resolveModelInfo, type ContextGuardEvent } from '../../../src/index.ts';
 
 const GPT_4O = resolveModelInfo('gpt-4o')!.contextWindow;
