@@ -1,0 +1,188 @@
+// Step 3 alone (compaction/steps/hard-fit.ts): what matters least is cut first, tool outputs, then
+// images and files, then assistant text, then the user's earlier messages; the latest request is
+// never touched; the prompt lands near the target. And the water level the cuts are sized with.
+import { describe, expect, it } from 'vitest';
+import type { GuardMessage } from '../../../src/index.ts';
+import { hardFit } from '../../../src/compaction/steps/hard-fit.ts';
+import { MIN_KEPT_CHARS, waterLevel } from '../../../src/compaction/work.ts';
+import { assistant, system, toolStep, user } from '../../helpers.ts';
+import { image, measureOne, outputText, text, toolResultParts, work } from './harness.ts';
+
+const SYS = system('sys');
+const FIRST = user('first request');
+const REQUEST = user('the latest request: finish it');
+
+/** Characters of each message of a prompt, by the harness's measure. */
+const sizes = (messages: readonly GuardMessage[]) => messages.map((m) => measureOne(m).chars);
+
+describe('hardFit: order', () => {
+  it('shrinks the largest tool outputs first, leaving the messages whole', () => {
+    const A1 = assistant(text('A1', 2_000));
+    const messages = [
+      SYS,
+      FIRST,
+      A1,
+      ...toolStep('c1', { path: 'a.ts' }, text('R1', 30_000)),
+      ...toolStep('c2', { path: 'b.ts' }, text('R2', 4_000)),
+      REQUEST,
+    ];
+    const w = work(messages);
+    hardFit(w);
+    expect(w.steps).toEqual(['hard-fit']);
+    expect(Object.keys(w.memo.tools)).toEqual(['4:c1']);
+    expect(w.memo.tools['4:c1']).toBeGreaterThan(4_000);
+    expect(outputText(toolResultParts(w.cur.view.messages)[1]!)).toBe(text('R2', 4_000));
+    expect(w.cur.view.messages[2]!.content).toEqual(A1.content);
+  });
+
+  it('replaces images and files next, oldest first, only as many as needed', () => {
+    const shots: GuardMessage = {
+      role: 'user',
+      content: [{ type: 'text', text: 'screens' }, ...[1, 2, 3, 4, 5, 6].map((i) => image(`s${i}`))],
+    };
+    const A1 = assistant(text('A1', 7_600));
+    const U2 = user(text('U2', 4_000));
+    // ~5,900 tokens: two images (1,000 tokens, less their placeholders) reach the target.
+    const w = work([SYS, FIRST, shots, A1, U2, REQUEST]);
+    hardFit(w);
+    expect(w.memo.media).toEqual({ '2:1': 1, '2:2': 1 });
+    const content = w.cur.view.messages[2]!.content as Array<{ type: string; text?: string }>;
+    expect(content.map((p) => p.type)).toEqual(['text', 'text', 'text', 'image', 'image', 'image', 'image']);
+    expect(content[1]!.text).toMatch(/^\[An image was left out to fit the context window: image\/png/);
+    expect(w.memo.clips).toEqual({});
+    expect(w.cur.view.messages).toContain(A1);
+    expect(w.cur.view.messages).toContain(U2);
+    expect(w.under()).toBe(true);
+  });
+
+  it('replaces another image when the placeholders’ text keeps the prompt over the target', () => {
+    const shots: GuardMessage = {
+      role: 'user',
+      content: [{ type: 'text', text: 'screens' }, ...[1, 2, 3, 4, 5, 6].map((i) => image(`s${i}`))],
+    };
+    // 988 tokens over: two images would do, were the placeholders free.
+    const w = work([SYS, FIRST, shots, assistant(text('A1', 7_900)), user(text('U2', 4_000)), REQUEST]);
+    hardFit(w);
+    expect(w.memo.media).toEqual({ '2:1': 1, '2:2': 1, '2:3': 1 });
+    expect(w.memo.clips).toEqual({});
+  });
+
+  it('clips assistant text before the user’s earlier messages', () => {
+    const A1 = assistant(text('A1', 12_000));
+    const U1 = user(text('U1', 12_000));
+    const w = work([SYS, FIRST, A1, U1, REQUEST]);
+    hardFit(w);
+    const [, , a1, u1] = sizes(w.cur.view.messages);
+    expect(a1).toBeLessThan(8_100);
+    expect(u1).toBe(12_000);
+    expect(w.cur.view.messages[3]!.content).toBe(U1.content);
+  });
+
+  it('clips the user’s earlier messages only when assistant text is not enough', () => {
+    const U1 = user(text('U1', 24_000));
+    const w = work([SYS, FIRST, assistant(text('A1', 2_000)), U1, REQUEST]);
+    hardFit(w);
+    const [, , a1, u1] = sizes(w.cur.view.messages);
+    expect(a1).toBeLessThan(MIN_KEPT_CHARS + 100);
+    expect(u1).toBeLessThan(24_000);
+    // The user's message keeps its start and its end.
+    const clipped = w.cur.view.messages[3]!.content as string;
+    expect(clipped.startsWith(text('U1', 1_000))).toBe(true);
+    expect(clipped.endsWith((U1.content as string).slice(-1_000))).toBe(true);
+  });
+
+  it('never touches system messages', () => {
+    const big = system(text('S', 4_000));
+    const w = work([big, FIRST, assistant(text('A1', 20_000)), REQUEST]);
+    hardFit(w);
+    expect(w.cur.view.messages[0]).toBe(big);
+  });
+
+  it('does nothing under the target', () => {
+    const w = work([SYS, FIRST, assistant(text('A1', 2_000)), REQUEST]);
+    hardFit(w);
+    expect(w.steps).toEqual([]);
+  });
+});
+
+describe('hardFit: the latest request', () => {
+  it('is never clipped nor stripped of its media, even when the target is not reached', () => {
+    const request: GuardMessage = { role: 'user', content: [{ type: 'text', text: text('REQ', 20_000) }, image('r1')] };
+    const messages = [SYS, FIRST, assistant(text('A1', 12_000)), user(text('U1', 4_000)), request];
+    const w = work(messages);
+    hardFit(w);
+    expect(w.cur.view.messages[w.cur.view.messages.length - 1]).toBe(request);
+    expect(w.memo.media ?? {}).toEqual({});
+    expect(w.memo.requestClip).toBeUndefined();
+    // Everything else is cut down to its floor, and the prompt is still over the target.
+    expect(
+      sizes(w.cur.view.messages)
+        .slice(2, 4)
+        .every((n) => n < MIN_KEPT_CHARS + 100),
+    ).toBe(true);
+    expect(w.under()).toBe(false);
+  });
+});
+
+describe('hardFit: lands near the target', () => {
+  it('cuts evenly, leaving the prompt at the target', () => {
+    const messages = [
+      SYS,
+      FIRST,
+      ...[3_000, 14_000, 18_000, 2_000].map((n, i) => assistant(text(`A${i}`, n))),
+      user(text('U1', 1_000)),
+      REQUEST,
+    ];
+    const w = work(messages);
+    hardFit(w);
+    // Within the cost of the clip markers (~10 tokens each) of the target.
+    expect(Math.abs(w.cur.tokens - 5_000)).toBeLessThanOrEqual(25);
+    // The two largest were cut to one level; the smaller ones stayed whole.
+    const s = sizes(w.cur.view.messages);
+    expect(s[2]).toBe(3_000);
+    expect(s[5]).toBe(2_000);
+    expect(Math.abs((s[3] as number) - (s[4] as number))).toBeLessThan(50);
+  });
+
+  it('shrinks tool outputs evenly to the target', () => {
+    const messages = [
+      SYS,
+      FIRST,
+      ...[10_000, 20_000, 30_000].flatMap((n, i) => toolStep(`c${i}`, { path: `f${i}` }, text(`R${i}`, n))),
+      REQUEST,
+    ];
+    const w = work(messages);
+    hardFit(w);
+    expect(Math.abs(w.cur.tokens - 5_000)).toBeLessThanOrEqual(35);
+    const kept = Object.values(w.memo.tools);
+    expect(new Set(kept).size).toBe(1);
+  });
+});
+
+describe('waterLevel', () => {
+  it('cuts the largest sizes to one level that saves the excess', () => {
+    // 100 → 45 and 50 → 45 save 60.
+    expect(waterLevel([30, 100, 50], 60, 0)).toBe(45);
+  });
+
+  it('is the largest size when nothing needs saving', () => {
+    expect(waterLevel([30, 100, 50], 0, 0)).toBe(100);
+  });
+
+  it('never goes below the floor, and ignores sizes at or under it', () => {
+    expect(waterLevel([1_000, 1_000], 1_900, 200)).toBe(200);
+    expect(waterLevel([150, 1_000], 300, 200)).toBe(700);
+    expect(waterLevel([150, 100], 10, 200)).toBe(200);
+    expect(waterLevel([], 10, 200)).toBe(200);
+  });
+
+  it('is the highest level that saves the excess', () => {
+    const sizes = [5_000, 120, 3_333, 800, 800, 12_345, 60, 2_000];
+    const saved = (level: number) => sizes.reduce((n, s) => n + Math.max(0, s - level), 0);
+    for (const excess of [1, 99, 1_000, 5_555, 10_000, 20_000]) {
+      const level = waterLevel(sizes, excess, 100);
+      expect(saved(level)).toBeGreaterThanOrEqual(excess);
+      expect(saved(level + 1)).toBeLessThan(excess);
+    }
+  });
+});

@@ -1,0 +1,311 @@
+// The calibration maths on plain state (tokens/calibration.ts): the estimate's three methods and
+// the response floor, how a real count is folded in (growth sums and their decay), the reset after
+// a compaction and the pricing that follows it, the plausible ranges of a provider's counts, and
+// the offset a compaction carries. Default calibration: min 1, max 5, default 1.5.
+import { describe, expect, it } from 'vitest';
+import type { ResolvedCalibration } from '../../src/config.ts';
+import type { CalibrationState, PendingRequest, RequestMeasure } from '../../src/state/session.ts';
+import {
+  compactionCalibration,
+  estimate,
+  plausibleInputRange,
+  plausibleOutputMax,
+  priceAfterReset,
+  recordRealCount,
+  resetCalibration,
+  tokensPerCharAfterReset,
+} from '../../src/tokens/calibration.ts';
+
+const C: ResolvedCalibration = { min: 1, max: 5, default: 1.5 };
+
+/** A request of `chars` heuristic characters (chars/4 tokens) and `mediaTokens`. */
+function request(chars: number, mediaTokens = 0, messages = 2): RequestMeasure {
+  return { chars, mediaTokens, toolChars: 0, prompt: { messages, chars, hash: chars * 31 + messages } };
+}
+
+function pending(chars: number, extendsAnchor: boolean, mediaTokens = 0): PendingRequest {
+  return { ...request(chars, mediaTokens), extendsAnchor, estimatedTokens: 0 };
+}
+
+/** A state anchored on a request of `chars` characters that really cost `realTokens`. */
+function anchored(
+  chars: number,
+  realTokens: number,
+  extra: Partial<NonNullable<CalibrationState['anchor']>> = {},
+): CalibrationState {
+  return { anchor: { ...request(chars), realTokens, ...extra } };
+}
+
+describe('estimate', () => {
+  it('uses the default correction without any real count', () => {
+    const e = estimate(request(400, 10), {}, C, undefined);
+    // 100 heuristic tokens × 1.5, media not calibrated.
+    expect(e).toEqual({ tokens: 160, heuristicTokens: 110, correction: 1.5, method: 'default' });
+  });
+
+  it('scales by the anchor’s real / heuristic ratio when the request does not extend it', () => {
+    const e = estimate(request(800), anchored(4_000, 2_000), C, undefined);
+    expect(e).toMatchObject({ tokens: 400, correction: 2, method: 'scaled' });
+  });
+
+  it('clamps the ratio to the calibration’s bounds', () => {
+    expect(estimate(request(800), anchored(4_000, 100_000), C, undefined)).toMatchObject({
+      tokens: 1_000,
+      correction: 5,
+    });
+    expect(estimate(request(800), anchored(4_000, 100), C, undefined)).toMatchObject({ tokens: 200, correction: 1 });
+  });
+
+  it('leaves the anchor’s media tokens out of its ratio', () => {
+    const state: CalibrationState = { anchor: { ...request(4_000, 500), realTokens: 1_500 } };
+    expect(estimate(request(800, 40), state, C, undefined)).toMatchObject({ tokens: 240, correction: 1 });
+  });
+
+  it('prices an extension as the anchor’s real count plus the addition at the prior marginal rate', () => {
+    // Ratio 2, but the prior marginal rate is capped at the default: 100 added tokens × 1.5.
+    const e = estimate(request(4_400), anchored(4_000, 2_000), C, { responseChars: undefined });
+    expect(e).toMatchObject({ tokens: 2_150, correction: 1.5, method: 'anchored' });
+  });
+
+  it('takes the prior marginal rate from a ratio below the default', () => {
+    const e = estimate(request(4_400), anchored(4_000, 1_200), C, { responseChars: undefined });
+    expect(e).toMatchObject({ tokens: 1_320, correction: 1.2 });
+  });
+
+  it('uses the measured growth for what was added', () => {
+    const state: CalibrationState = { ...anchored(4_000, 2_000), growth: { realTokens: 300, heuristicTokens: 100 } };
+    expect(estimate(request(4_400), state, C, { responseChars: undefined })).toMatchObject({
+      tokens: 2_300,
+      correction: 3,
+    });
+  });
+
+  it('never estimates an extension below the anchor’s real count', () => {
+    const e = estimate(request(3_000), anchored(4_000, 2_000), C, { responseChars: undefined });
+    expect(e.tokens).toBe(2_000);
+  });
+
+  it('adds the added media at face value', () => {
+    const state: CalibrationState = { anchor: { ...request(4_000, 100), realTokens: 2_100 } };
+    expect(estimate(request(4_000, 350), state, C, { responseChars: undefined }).tokens).toBe(2_350);
+  });
+
+  describe('the response floor', () => {
+    const state = anchored(4_000, 2_000, { outputTokens: 500 });
+
+    it('counts the reported output tokens when they exceed the response’s estimate', () => {
+      // The response (400 characters, 150 tokens at 1.5) is part of the 100 added tokens; the
+      // provider said it cost 500: 350 more.
+      const e = estimate(request(4_400), state, C, { responseChars: 400 });
+      expect(e.tokens).toBe(2_500);
+    });
+
+    it('is only a floor: a response estimated above its output count adds nothing', () => {
+      const e = estimate(request(4_400), anchored(4_000, 2_000, { outputTokens: 50 }), C, { responseChars: 400 });
+      expect(e.tokens).toBe(2_150);
+    });
+
+    it('needs both the response’s size and the output count', () => {
+      expect(estimate(request(4_400), state, C, { responseChars: undefined }).tokens).toBe(2_150);
+      expect(estimate(request(4_400), anchored(4_000, 2_000), C, { responseChars: 400 }).tokens).toBe(2_150);
+    });
+
+    it('does not apply to a request that does not extend the anchor', () => {
+      expect(estimate(request(4_400), state, C, undefined)).toMatchObject({ tokens: 2_200, method: 'scaled' });
+    });
+  });
+
+  it('prices from the reference after a reset, offset included', () => {
+    const state: CalibrationState = { reference: { realTokens: 2_000, chars: 4_000, mediaTokens: 0, offset: 50 } };
+    const e = estimate(request(800, 10), state, C, undefined);
+    // ratio 2 × 200 + media 10 + offset 50.
+    expect(e).toMatchObject({ tokens: 460, method: 'scaled', heuristicTokens: 210 });
+    expect(e.correction).toBeCloseTo(450 / 200);
+  });
+
+  it('reports the default correction for an empty request priced from a reference', () => {
+    const state: CalibrationState = { reference: { realTokens: 2_000, chars: 4_000, mediaTokens: 0 } };
+    expect(estimate(request(0), state, C, undefined)).toMatchObject({ tokens: 0, correction: 1.5 });
+  });
+});
+
+describe('recordRealCount', () => {
+  it('makes the first real count the anchor, without growth', () => {
+    const next = recordRealCount({ pending: pending(4_000, false) }, pending(4_000, false), 2_000, 300, C);
+    expect(next).toEqual({ anchor: { ...request(4_000), realTokens: 2_000, outputTokens: 300 } });
+  });
+
+  it('leaves the output count out when none was reported', () => {
+    const next = recordRealCount({}, pending(4_000, false), 2_000, undefined, C);
+    expect(next.anchor).not.toHaveProperty('outputTokens');
+  });
+
+  it('starts the growth sums from the prior as pseudo-counts', () => {
+    // Prior: min(ratio 2, default 1.5) over 1,000 heuristic tokens. Growth: 1,000 heuristic, 3,000 real.
+    const next = recordRealCount(anchored(4_000, 2_000), pending(8_000, true), 5_000, undefined, C);
+    expect(next.growth?.realTokens).toBeCloseTo(1_500 * 0.7 + 3_000);
+    expect(next.growth?.heuristicTokens).toBeCloseTo(1_000 * 0.7 + 1_000);
+    expect(next.anchor).toMatchObject({ chars: 8_000, realTokens: 5_000 });
+  });
+
+  it('decays older growth at each new real count', () => {
+    const state: CalibrationState = {
+      ...anchored(8_000, 5_000),
+      growth: { realTokens: 4_050, heuristicTokens: 1_700 },
+    };
+    const next = recordRealCount(state, pending(12_000, true), 7_000, undefined, C);
+    expect(next.growth?.realTokens).toBeCloseTo(4_050 * 0.7 + 2_000);
+    expect(next.growth?.heuristicTokens).toBeCloseTo(1_700 * 0.7 + 1_000);
+  });
+
+  it('takes added media out of the real growth', () => {
+    const state: CalibrationState = { anchor: { ...request(4_000, 100), realTokens: 2_000 } };
+    const next = recordRealCount(state, pending(8_000, true, 600), 5_500, undefined, C);
+    expect(next.growth?.realTokens).toBeCloseTo(1_500 * 0.7 + 3_000);
+  });
+
+  it('keeps the growth as it was when the request did not extend the anchor', () => {
+    const growth = { realTokens: 400, heuristicTokens: 100 };
+    const next = recordRealCount({ ...anchored(4_000, 2_000), growth }, pending(8_000, false), 5_000, undefined, C);
+    expect(next.growth).toEqual(growth);
+    expect(next.anchor?.realTokens).toBe(5_000);
+  });
+
+  it('ignores growth that is not growth (fewer real tokens or no added text)', () => {
+    const state = anchored(4_000, 2_000);
+    expect(recordRealCount(state, pending(8_000, true), 1_900, undefined, C).growth).toBeUndefined();
+    expect(recordRealCount(state, pending(4_000, true), 2_500, undefined, C).growth).toBeUndefined();
+  });
+
+  it('drops the pending request and any reference', () => {
+    const state: CalibrationState = {
+      reference: { realTokens: 1, chars: 4, mediaTokens: 0 },
+      pending: pending(400, false),
+    };
+    const next = recordRealCount(state, pending(400, false), 150, undefined, C);
+    expect(Object.keys(next)).toEqual(['anchor']);
+  });
+});
+
+describe('resetCalibration', () => {
+  it('turns the anchor into the reference and keeps the growth', () => {
+    const growth = { realTokens: 300, heuristicTokens: 100 };
+    const state: CalibrationState = {
+      ...anchored(4_000, 2_000, { outputTokens: 9 }),
+      growth,
+      pending: pending(5_000, true),
+    };
+    expect(resetCalibration(state)).toEqual({ growth, reference: { realTokens: 2_000, chars: 4_000, mediaTokens: 0 } });
+  });
+
+  it('records an offset only when positive', () => {
+    expect(resetCalibration(anchored(4_000, 2_000), 120).reference).toMatchObject({ offset: 120 });
+    expect(resetCalibration(anchored(4_000, 2_000), 0).reference).not.toHaveProperty('offset');
+  });
+
+  it('keeps a reference through a second reset, with the new offset', () => {
+    const state: CalibrationState = { reference: { realTokens: 2_000, chars: 4_000, mediaTokens: 0, offset: 80 } };
+    expect(resetCalibration(state).reference).toEqual({ realTokens: 2_000, chars: 4_000, mediaTokens: 0 });
+    expect(resetCalibration(state, 30).reference?.offset).toBe(30);
+  });
+
+  it('is empty without any real count', () => {
+    expect(resetCalibration({ pending: pending(400, false) })).toEqual({});
+  });
+});
+
+describe('priceAfterReset', () => {
+  it('uses the default correction without a reference', () => {
+    expect(priceAfterReset({}, C)(400, 7)).toBe(157);
+  });
+
+  it('prices by the reference’s ratio when no growth was measured (a dense tokenizer is not a hidden prompt)', () => {
+    // 3 tokens per 4 characters: from one real count, indistinguishable from a hidden prompt.
+    const price = priceAfterReset({ reference: { realTokens: 3_000, chars: 4_000, mediaTokens: 0 } }, C);
+    expect(price(400, 0)).toBe(300);
+  });
+
+  it('adds the invisible part once a marginal rate was measured', () => {
+    // A 26k hidden prompt over 1,000 heuristic tokens of conversation counted at 1 token each.
+    const state: CalibrationState = {
+      reference: { realTokens: 27_000, chars: 4_000, mediaTokens: 0 },
+      growth: { realTokens: 1_000, heuristicTokens: 1_000 },
+    };
+    expect(priceAfterReset(state, C)(400, 0)).toBe(26_100);
+    // The ratio (clamped at 5) wins for a prompt large enough.
+    expect(priceAfterReset(state, C)(40_000, 0)).toBe(50_000);
+  });
+
+  it('adds the offset to a prompt priced from the reference, never from an anchor', () => {
+    const ref = { realTokens: 2_000, chars: 4_000, mediaTokens: 0, offset: 70 };
+    expect(priceAfterReset({ reference: ref }, C)(800, 5)).toBe(475);
+    expect(priceAfterReset({ reference: ref, ...anchored(4_000, 2_000) }, C)(800, 5)).toBe(405);
+  });
+});
+
+describe('tokensPerCharAfterReset', () => {
+  it('is the default per character without a reference', () => {
+    expect(tokensPerCharAfterReset({}, C)).toBeCloseTo(1.5 / 4);
+  });
+
+  it('is the larger of the ratio and the marginal rate, per character', () => {
+    expect(tokensPerCharAfterReset(anchored(4_000, 2_000), C)).toBeCloseTo(2 / 4);
+    const state: CalibrationState = {
+      reference: { realTokens: 2_000, chars: 4_000, mediaTokens: 0 },
+      growth: { realTokens: 300, heuristicTokens: 100 },
+    };
+    expect(tokensPerCharAfterReset(state, C)).toBeCloseTo(3 / 4);
+  });
+});
+
+describe('plausible counts', () => {
+  it('bounds the input by calibration.max, twice the media and an allowance of half the window', () => {
+    // 10,000 heuristic tokens: at most 5 × 10,000 + 2 × 300 + 50,000; at least a tenth.
+    expect(plausibleInputRange(request(40_000, 300), C, 100_000)).toEqual({ min: 1_000, max: 100_600 });
+  });
+
+  it('checks no minimum on small prompts', () => {
+    expect(plausibleInputRange(request(3_996), C, 100_000).min).toBe(1);
+    expect(plausibleInputRange(request(4_000), C, 100_000).min).toBe(100);
+  });
+
+  it('never allows more than twice the window plus the allowance', () => {
+    expect(plausibleInputRange(request(4_000_000), C, 100_000).max).toBe(250_000);
+  });
+
+  it('allows at least 8k invisible tokens on a small window, 100k without one', () => {
+    expect(plausibleInputRange(request(400), C, 10_000).max).toBe(8_500);
+    expect(plausibleInputRange(request(400), C, undefined).max).toBe(100_500);
+    expect(plausibleInputRange(request(4_000_000), C, undefined).max).toBe(5_100_000);
+  });
+
+  it('keeps media that alone exceed the window’s bound', () => {
+    // 2 × 200,000 media + 8,000 allowance, over 2 × 10,000 + 8,000.
+    expect(plausibleInputRange(request(400, 200_000), C, 10_000).max).toBe(408_000);
+  });
+
+  it('bounds the output by the window, 1M when unknown', () => {
+    expect(plausibleOutputMax(128_000)).toBe(128_000);
+    expect(plausibleOutputMax(undefined)).toBe(1_000_000);
+  });
+});
+
+describe('compactionCalibration', () => {
+  it('carries what the estimate knew beyond the reset pricing as an offset', () => {
+    // Reset pricing: ratio 2 → 2,200 for 4,400 characters; the estimate said 2,500.
+    const next = compactionCalibration(anchored(4_000, 2_000), C, 2_500, 4_400, 0);
+    expect(next).toEqual({ reference: { realTokens: 2_000, chars: 4_000, mediaTokens: 0, offset: 300 } });
+    // The next call prices the measured prompt exactly as the current estimate did.
+    expect(priceAfterReset(next, C)(4_400, 0)).toBe(2_500);
+  });
+
+  it('carries no offset when the reset pricing is already higher', () => {
+    expect(compactionCalibration(anchored(4_000, 2_000), C, 1_000, 4_400, 0).reference).not.toHaveProperty('offset');
+  });
+
+  it('replaces an earlier offset instead of adding to it', () => {
+    const state: CalibrationState = { reference: { realTokens: 2_000, chars: 4_000, mediaTokens: 0, offset: 300 } };
+    // The current estimate already includes the old offset: 2,200 + 300.
+    expect(compactionCalibration(state, C, 2_500, 4_400, 0).reference?.offset).toBe(300);
+  });
+});
