@@ -14,11 +14,6 @@ export interface Unit {
 const isToolCall = (p: unknown): p is { type: 'tool-call'; toolCallId: string; toolName: string; input: unknown } =>
   typeof p === 'object' && p !== null && (p as { type?: unknown }).type === 'tool-call';
 
-/** Whether an assistant message has tool calls (whose results must follow it). */
-function hasToolCalls(message: GuardMessage): boolean {
-  return message.role === 'assistant' && Array.isArray(message.content) && message.content.some(isToolCall);
-}
-
 /**
  * The conversation after its leading system messages, cut into units. An assistant message and
  * the tool messages right after it are one unit (parallel calls included); every other message is

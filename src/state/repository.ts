@@ -52,13 +52,18 @@ export class SessionRepository {
     this.shadow = options.store ? new MemoryStore<SessionState>({ maxSessions: options.maxSessions }) : undefined;
   }
 
+  /** Sessions inside run(): only a call's operations skip a store that failed earlier in that call. */
+  private readonly inCall = new Set<string>();
+
   /** Runs `task` as the session's only call in this process. */
   run<T>(sessionId: string, task: () => Promise<T>): Promise<T> {
     return this.calls.run(sessionId, async () => {
       this.failedInCall.delete(sessionId);
+      this.inCall.add(sessionId);
       try {
         return await task();
       } finally {
+        this.inCall.delete(sessionId);
         this.failedInCall.delete(sessionId);
       }
     });
@@ -142,7 +147,7 @@ export class SessionRepository {
 
   /** The store's answer, or a `store-failed` report when it throws or is too slow. */
   private async withStore<T>(sessionId: string, operation: StoreFailedEvent['operation'], run: () => Promise<T>): Promise<Outcome<T>> {
-    if (this.failedInCall.has(sessionId)) return { ok: false };
+    if (this.inCall.has(sessionId) && this.failedInCall.has(sessionId)) return { ok: false };
     if (!this.options.store) {
       // The default in-memory store answers at once: no timer on the per-call path.
       try {
@@ -161,7 +166,7 @@ export class SessionRepository {
       });
       return { ok: true, value: await Promise.race([Promise.resolve().then(run), timeout]) };
     } catch (error) {
-      this.failedInCall.add(sessionId);
+      if (this.inCall.has(sessionId)) this.failedInCall.add(sessionId);
       this.options.onStoreFailed({ sessionId, operation, reason: error instanceof StoreTimeout ? 'timeout' : 'error', error });
       return { ok: false };
     } finally {

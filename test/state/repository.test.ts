@@ -322,3 +322,29 @@ describe('SessionRepository: delete', () => {
     expect(await repo.load('s')).toEqual(emptySessionState());
   });
 });
+
+describe('SessionRepository: a failure outside a call', () => {
+  it('does not skip the store for later operations outside a call (status, then reset)', async () => {
+    const store = new FakeStore();
+    const { repo, failures } = repository(store);
+    await repo.run('s', async () => repo.commit('s', await repo.load('s'), bump));
+    store.mode = 'throw';
+    await repo.load('s'); // guard.status() during a blip of the store
+    store.mode = 'ok';
+    await repo.delete('s'); // guard.reset() once the store is back
+    expect(store.calls).toContain('delete');
+    expect(store.values.has('s')).toBe(false);
+    expect(failures.map((f) => f.operation)).toEqual(['get']);
+  });
+
+  it('reads the store again on the next status() after a failed one', async () => {
+    const store = new FakeStore();
+    const { repo } = repository(store);
+    await repo.run('s', async () => repo.commit('s', await repo.load('s'), bump));
+    store.mode = 'throw';
+    await repo.load('s');
+    store.mode = 'ok';
+    store.values.set('s', state(9)); // another process went on
+    expect((await repo.load('s')).calls).toBe(9);
+  });
+});

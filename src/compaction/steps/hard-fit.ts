@@ -15,19 +15,46 @@ export function hardFit(w: Work): void {
   if (!w.under()) clipMessagesOf(w, (m, o) => m.role === 'user' && o !== request);
 }
 
-/** The largest tool outputs, cut evenly (water-filling) down to the target. */
+/** Characters a cut adds (the marker saying how much was left out, with its line breaks). */
+const MARKER_CHARS = 40;
+
+/**
+ * The level to cut `sizes` to so that `excess` is saved once every cut item carries its marker:
+ * without them each cut would overshoot by its marker, and the next, more precious tier would pay.
+ */
+function levelWithMarkers(sizes: number[], excess: number): number {
+  const first = waterLevel(sizes, excess, MIN_KEPT_CHARS);
+  const cut = sizes.filter((size) => size > first).length;
+  return waterLevel(sizes, excess + cut * MARKER_CHARS, MIN_KEPT_CHARS);
+}
+
+/**
+ * The cut for an item now `size` long (as rendered, with any earlier cut and its marker) whose
+ * stored cut is `current`: down to `level`, and an earlier cut is lowered by what it still is over.
+ */
+function nextCut(current: number | undefined, size: number, level: number): number | undefined {
+  if (size <= level) return undefined;
+  const next = current === undefined ? level : Math.max(MIN_KEPT_CHARS, Math.min(level, current - (size - level)));
+  return next === current ? undefined : next;
+}
+
+/** The largest tool outputs, cut evenly (water-filling) down to the target, in a few rounds that close the gap. */
 function shrinkToolOutputs(w: Work): void {
-  const results = w.toolResults();
-  const excess = (w.cur.tokens - w.settings.target) / w.p.tokensPerChar;
-  const level = waterLevel(results.map((r) => outputChars(r.part)), excess, MIN_KEPT_CHARS);
-  let changed = false;
-  for (const { part, key } of results) {
-    if (outputChars(part) > level) {
-      w.memo.tools[key] = level;
+  for (let round = 0; round < 3 && !w.under(); round++) {
+    const results = w.toolResults();
+    const excess = (w.cur.tokens - w.settings.target) / w.p.tokensPerChar;
+    const level = levelWithMarkers(results.map((r) => outputChars(r.part)), excess);
+    let changed = false;
+    for (const { part, key } of results) {
+      const current = w.memo.tools[key];
+      const next = nextCut(current !== undefined && current >= 0 ? current : undefined, outputChars(part), level);
+      if (next === undefined) continue;
+      w.memo.tools[key] = next;
       changed = true;
     }
+    if (!changed) return;
+    w.changed('hard-fit');
   }
-  if (changed) w.changed('hard-fit');
 }
 
 /** Replaces images and files of the host's messages whose origin `which` accepts, oldest first, until `aim`. */
@@ -69,13 +96,12 @@ function clipMessagesOf(w: Work, which: (message: GuardMessage, origin: number) 
       candidates.push({ index: i, chars: w.cur.entries[i]?.chars ?? 0 });
     });
     const excess = (w.cur.tokens - w.settings.target) / w.p.tokensPerChar;
-    const level = waterLevel(candidates.map((c) => c.chars), excess, MIN_KEPT_CHARS);
+    const level = levelWithMarkers(candidates.map((c) => c.chars), excess);
     let changed = false;
     for (const c of candidates) {
-      if (c.chars <= level) continue;
       const key = String(w.p.hashOf(w.cur.view.origin[c.index] as number));
-      const next = Math.min(w.memo.clips[key] ?? Number.POSITIVE_INFINITY, level);
-      if (next === w.memo.clips[key]) continue;
+      const next = nextCut(w.memo.clips[key], c.chars, level);
+      if (next === undefined) continue;
       w.memo.clips[key] = next;
       changed = true;
     }

@@ -186,3 +186,30 @@ describe('waterLevel', () => {
     }
   });
 });
+
+describe('hardFit: the cut markers’ cost', () => {
+  it('closes the truncation markers’ overshoot with tool output, not with an image', () => {
+    const shot: GuardMessage = { role: 'user', content: [{ type: 'text', text: 'see' }, image('s1')] };
+    const w = work([SYS, FIRST, shot, ...toolStep('c1', { path: 'a.ts' }, text('R1', 30_000)), REQUEST]);
+    hardFit(w);
+    expect(w.memo.media ?? {}).toEqual({});
+    expect(w.cur.tokens).toBeLessThanOrEqual(5_000);
+  });
+
+  it('closes the truncation markers’ overshoot with tool output, not with the user’s words', () => {
+    const U1 = user(text('U1', 4_000));
+    const steps = [1, 2, 3, 4, 5, 6].flatMap((i) => toolStep(`c${i}`, { path: `f${i}` }, text(`R${i}`, 8_000)));
+    const w = work([SYS, FIRST, U1, ...steps, REQUEST]);
+    hardFit(w);
+    expect(w.cur.view.messages[2]!.content).toBe(U1.content);
+    expect(w.cur.tokens).toBeLessThanOrEqual(5_000);
+  });
+
+  it('closes the clip markers’ overshoot with assistant text, not with the user’s words', () => {
+    const U1 = user(text('U1', 3_000));
+    const w = work([SYS, FIRST, U1, ...[1, 2, 3, 4, 5, 6].map((i) => assistant(text(`A${i}`, 6_000))), REQUEST]);
+    hardFit(w);
+    expect(w.cur.view.messages[2]!.content).toBe(U1.content);
+    expect(w.cur.tokens).toBeLessThanOrEqual(5_000);
+  });
+});
