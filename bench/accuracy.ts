@@ -21,7 +21,10 @@ export interface Scores {
 }
 
 /** Replays one transcript; returns the relative error (estimate − real) / real of each scored call. */
-export async function replay(transcript: Transcript, exactCounting: ContextGuardOptions['exactCounting'] = 'auto'): Promise<Scores> {
+export async function replay(
+  transcript: Transcript,
+  exactCounting: ContextGuardOptions['exactCounting'] = 'auto',
+): Promise<Scores> {
   let lastEstimate: EstimateEvent | undefined;
   // Far above every prompt: this measures estimation, not compaction.
   const guard = createContextGuard({ contextWindow: 100_000_000, exactCounting });
@@ -36,7 +39,12 @@ export async function replay(transcript: Transcript, exactCounting: ContextGuard
   const errors: Record<Method, number[]> = { guard: [], seed: [], 'chars/4': [] };
   let previous: { real: number; heuristic: number } | undefined;
   for (const call of transcript.calls) {
-    const r = await guard.beforeModel({ sessionId: transcript.file, modelId: transcript.modelId, messages: call.messages, tools: call.tools });
+    const r = await guard.beforeModel({
+      sessionId: transcript.file,
+      modelId: transcript.modelId,
+      messages: call.messages,
+      tools: call.tools,
+    });
     await plain.beforeModel({ sessionId: transcript.file, messages: call.messages, tools: call.tools });
     const heuristic = lastEstimate!.heuristicTokens;
     const seedCorrection = previous ? Math.min(5, Math.max(1, previous.real / previous.heuristic)) : 1.5;
@@ -46,14 +54,18 @@ export async function replay(transcript: Transcript, exactCounting: ContextGuard
       errors.seed.push((heuristic * seedCorrection - real) / real);
       errors['chars/4'].push((heuristic - real) / real);
     }
-    const usage = { inputTokens: call.inputTokens, ...(call.outputTokens !== undefined ? { outputTokens: call.outputTokens } : {}) };
+    const usage = {
+      inputTokens: call.inputTokens,
+      ...(call.outputTokens !== undefined ? { outputTokens: call.outputTokens } : {}),
+    };
     await guard.afterModel({ sessionId: transcript.file, usage });
     previous = { real: call.inputTokens, heuristic };
   }
   return { errors };
 }
 
-const quantile = (sorted: number[], q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
+const quantile = (sorted: number[], q: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
 const pct = (x: number): string => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(2)}%`;
 
 export function summarize(errors: number[]) {
@@ -69,7 +81,8 @@ export function summarize(errors: number[]) {
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
-  const exactCounting = (args.find((a) => a.startsWith('--exact-counting='))?.split('=')[1] ?? 'auto') as ContextGuardOptions['exactCounting'];
+  const exactCounting = (args.find((a) => a.startsWith('--exact-counting='))?.split('=')[1] ??
+    'auto') as ContextGuardOptions['exactCounting'];
   const transcripts = loadTranscripts(args.find((a) => !a.startsWith('--')));
   if (!transcripts) {
     console.log('bench/accuracy: no transcripts folder (../shared/transcripts); nothing to measure.');
@@ -87,14 +100,21 @@ async function main(): Promise<void> {
     }
     groups.set(key, g);
   }
-  const lines = ['| transcripts | scored calls | method | median \\|error\\| | p95 \\|error\\| | worst under | worst over |', '|---|---:|---|---:|---:|---:|---:|'];
+  const lines = [
+    '| transcripts | scored calls | method | median \\|error\\| | p95 \\|error\\| | worst under | worst over |',
+    '|---|---:|---|---:|---:|---:|---:|',
+  ];
   const row = (label: string, m: Method, errors: number[]) => {
     const s = summarize(errors);
-    lines.push(`| ${label} | ${s.n} | ${m} | ${pct(s.medianAbs).slice(1)} | ${pct(s.p95Abs).slice(1)} | ${pct(s.worstUnder)} | ${pct(s.worstOver)} |`);
+    lines.push(
+      `| ${label} | ${s.n} | ${m} | ${pct(s.medianAbs).slice(1)} | ${pct(s.p95Abs).slice(1)} | ${pct(s.worstUnder)} | ${pct(s.worstOver)} |`,
+    );
   };
   for (const [key, g] of groups) for (const m of METHODS) row(key, m, g[m]);
   for (const m of METHODS) row('**pooled**', m, pooled[m]);
-  console.log(`${transcripts.length} transcripts, ${transcripts.reduce((n, t) => n + t.calls.length, 0)} model calls, exactCounting: ${exactCounting}`);
+  console.log(
+    `${transcripts.length} transcripts, ${transcripts.reduce((n, t) => n + t.calls.length, 0)} model calls, exactCounting: ${exactCounting}`,
+  );
   console.log(lines.join('\n'));
   const s = summarize(pooled.guard);
   const ok = s.p95Abs <= 0.02 && s.worstUnder >= -0.08;

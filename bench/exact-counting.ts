@@ -23,7 +23,12 @@ function text(m: GuardMessage): string {
         case 'tool-call':
           return p.toolName + JSON.stringify(p.input);
         case 'tool-result':
-          return p.toolName + (p.output.type === 'text' || p.output.type === 'error-text' ? p.output.value : JSON.stringify('value' in p.output ? p.output.value : ''));
+          return (
+            p.toolName +
+            (p.output.type === 'text' || p.output.type === 'error-text'
+              ? p.output.value
+              : JSON.stringify('value' in p.output ? p.output.value : ''))
+          );
         default:
           return '';
       }
@@ -44,7 +49,10 @@ if (!transcripts) {
   process.exit(0);
 }
 
-const lines = ['| addition measured in | scored calls | median \\|error\\| | p95 \\|error\\| | worst under | worst over | measuring time |', '|---|---:|---:|---:|---:|---:|---:|'];
+const lines = [
+  '| addition measured in | scored calls | median \\|error\\| | p95 \\|error\\| | worst under | worst over | measuring time |',
+  '|---|---:|---:|---:|---:|---:|---:|',
+];
 for (const unit of ['chars/4', 'o200k', 'cl100k'] as Unit[]) {
   const errors: number[] = [];
   let measuring = 0;
@@ -70,7 +78,8 @@ for (const unit of ['chars/4', 'o200k', 'cl100k'] as Unit[]) {
         if (!call.skip) errors.push((estimate - call.inputTokens) / call.inputTokens);
         const addedReal = call.inputTokens - previous.real;
         const addedUnits = count - previous.count;
-        if (addedReal > 0 && addedUnits > 0) growth = { real: growth.real * 0.7 + addedReal, units: growth.units * 0.7 + addedUnits };
+        if (addedReal > 0 && addedUnits > 0)
+          growth = { real: growth.real * 0.7 + addedReal, units: growth.units * 0.7 + addedUnits };
       } else {
         growth = { real: 0, units: 0 };
       }
@@ -79,6 +88,8 @@ for (const unit of ['chars/4', 'o200k', 'cl100k'] as Unit[]) {
   }
   const s = summarize(errors);
   const pct = (x: number) => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(2)}%`;
-  lines.push(`| ${unit} | ${s.n} | ${pct(s.medianAbs).slice(1)} | ${pct(s.p95Abs).slice(1)} | ${pct(s.worstUnder)} | ${pct(s.worstOver)} | ${measuring.toFixed(0)} ms |`);
+  lines.push(
+    `| ${unit} | ${s.n} | ${pct(s.medianAbs).slice(1)} | ${pct(s.p95Abs).slice(1)} | ${pct(s.worstUnder)} | ${pct(s.worstOver)} | ${measuring.toFixed(0)} ms |`,
+  );
 }
 console.log(lines.join('\n'));

@@ -38,36 +38,63 @@ function fileText(step: number): string {
 function step(i: number): GuardMessage[] {
   const id = `call_${i}`;
   return [
-    { role: 'assistant', content: [{ type: 'text', text: `Reading file ${i}.` }, { type: 'tool-call', toolCallId: id, toolName: 'read_file', input: { path: `src/module_${i}.ts` } }] },
-    { role: 'tool', content: [{ type: 'tool-result', toolCallId: id, toolName: 'read_file', output: { type: 'text', value: fileText(i) } }] },
+    {
+      role: 'assistant',
+      content: [
+        { type: 'text', text: `Reading file ${i}.` },
+        { type: 'tool-call', toolCallId: id, toolName: 'read_file', input: { path: `src/module_${i}.ts` } },
+      ],
+    },
+    {
+      role: 'tool',
+      content: [
+        { type: 'tool-result', toolCallId: id, toolName: 'read_file', output: { type: 'text', value: fileText(i) } },
+      ],
+    },
   ];
 }
 
 function toLangChain(messages: GuardMessage[]): BaseMessage[] {
   return messages.map((m) => {
-    if (m.role === 'user' || m.role === 'system') return new HumanMessage(typeof m.content === 'string' ? m.content : '');
+    if (m.role === 'user' || m.role === 'system')
+      return new HumanMessage(typeof m.content === 'string' ? m.content : '');
     if (m.role === 'tool') {
       const part = m.content[0]!;
-      return new ToolMessage({ content: part.output.type === 'text' ? part.output.value : '', tool_call_id: part.toolCallId });
+      return new ToolMessage({
+        content: part.output.type === 'text' ? part.output.value : '',
+        tool_call_id: part.toolCallId,
+      });
     }
     const parts = Array.isArray(m.content) ? m.content : [];
     return new AIMessage({
       content: parts.map((p) => (p.type === 'text' ? p.text : '')).join(''),
-      tool_calls: parts.flatMap((p) => (p.type === 'tool-call' ? [{ id: p.toolCallId, name: p.toolName, args: p.input as Record<string, unknown> }] : [])),
+      tool_calls: parts.flatMap((p) =>
+        p.type === 'tool-call'
+          ? [{ id: p.toolCallId, name: p.toolName, args: p.input as Record<string, unknown> }]
+          : [],
+      ),
     });
   });
 }
 
 /** What the AI SDK does each step: new message and part objects around the same strings. */
 const rebuild = (messages: GuardMessage[]): GuardMessage[] =>
-  messages.map((m) => ({ ...m, content: Array.isArray(m.content) ? m.content.map((p) => ({ ...p })) : m.content }) as GuardMessage);
+  messages.map(
+    (m) => ({ ...m, content: Array.isArray(m.content) ? m.content.map((p) => ({ ...p })) : m.content }) as GuardMessage,
+  );
 
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)]!;
 };
 
-const tools = [{ name: 'read_file', description: 'Read a file of the repository', inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] } }];
+const tools = [
+  {
+    name: 'read_file',
+    description: 'Read a file of the repository',
+    inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+  },
+];
 
 type Host = 'same objects' | 'rebuilt objects' | 'same objects, exact o200k';
 
@@ -81,7 +108,10 @@ async function measure(targetTokens: number, host: Host) {
       if (e.type === 'estimate') heuristic = e.heuristicTokens;
     },
   });
-  let history: GuardMessage[] = [{ role: 'system', content: 'You are a coding agent.' }, { role: 'user', content: 'Read the whole repository.' }];
+  let history: GuardMessage[] = [
+    { role: 'system', content: 'You are a coding agent.' },
+    { role: 'user', content: 'Read the whole repository.' },
+  ];
   let i = 0;
   // Warm-up: grow through the guard, as a real session would, so that the timed calls are centred
   // on the target size.
@@ -111,11 +141,19 @@ async function measure(targetTokens: number, host: Host) {
       recountTimes.push(performance.now() - t1);
     }
   }
-  return { host, tokens: Math.round(middle.tokens + (stepTokens * TIMED_STEPS) / 2), messages: middle.messages + TIMED_STEPS, guard: median(guardTimes), recount: median(recountTimes) };
+  return {
+    host,
+    tokens: Math.round(middle.tokens + (stepTokens * TIMED_STEPS) / 2),
+    messages: middle.messages + TIMED_STEPS,
+    guard: median(guardTimes),
+    recount: median(recountTimes),
+  };
 }
 
 const rows: string[] = [];
-rows.push('| history (chars/4 tokens, mid-run) | messages (mid-run) | host | guard µs/call | full recount µs/call | guard / recount |');
+rows.push(
+  '| history (chars/4 tokens, mid-run) | messages (mid-run) | host | guard µs/call | full recount µs/call | guard / recount |',
+);
 rows.push('|---:|---:|---|---:|---:|---:|');
 for (const size of SIZES) {
   for (const host of ['same objects', 'rebuilt objects', 'same objects, exact o200k'] as const) {
@@ -125,5 +163,7 @@ for (const size of SIZES) {
     );
   }
 }
-console.log(`node ${process.version}, median of ${TIMED_STEPS} calls (guard) and ${TIMED_STEPS / RECOUNT_EVERY} recounts per row`);
+console.log(
+  `node ${process.version}, median of ${TIMED_STEPS} calls (guard) and ${TIMED_STEPS / RECOUNT_EVERY} recounts per row`,
+);
 console.log(rows.join('\n'));

@@ -26,7 +26,8 @@ const SIZES = (option('--sizes') ?? (quick ? '1' : '1,2,4')).split(',').map((s) 
 const RUNS = Number(option('--runs') ?? (quick ? 3 : 5));
 const implPath = option('--impl');
 const redactSecrets: (text: string) => string = implPath
-  ? ((await import(new URL(implPath, `file://${process.cwd()}/`).href)) as { redactSecrets: (text: string) => string }).redactSecrets
+  ? ((await import(new URL(implPath, `file://${process.cwd()}/`).href)) as { redactSecrets: (text: string) => string })
+      .redactSecrets
   : (await import('../src/compaction/redact.ts')).redactSecrets;
 
 /** `unit` repeated to `size` characters. */
@@ -39,9 +40,16 @@ interface Case {
 }
 
 /** A readable name for a piece of input: long runs of one character shortened (`u×255`). */
-const show = (text: string): string => JSON.stringify(text).slice(1, -1).replace(/(.)\1{7,}/g, (m, c: string) => `${c}×${m.length}`);
+const show = (text: string): string =>
+  JSON.stringify(text)
+    .slice(1, -1)
+    .replace(/(.)\1{7,}/g, (m, c: string) => `${c}×${m.length}`);
 
-const repeated = (label: string, unit: string): Case => ({ label, name: `(${show(unit)})*`, make: (size) => fill(unit, size) });
+const repeated = (label: string, unit: string): Case => ({
+  label,
+  name: `(${show(unit)})*`,
+  make: (size) => fill(unit, size),
+});
 const run = (label: string, head: string, body: string, tail = ''): Case => ({
   label,
   name: `${show(head)}(${show(body)})*${show(tail)}`,
@@ -108,7 +116,9 @@ const ADVERSARIAL: readonly Case[] = [
 
 /** This repository's own source files, repeated: ordinary code, comments and JSON-like text. */
 function ordinaryText(size: number): string {
-  const files = readdirSync(new URL('../src/', import.meta.url), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'));
+  const files = readdirSync(new URL('../src/', import.meta.url), { recursive: true, encoding: 'utf8' }).filter((f) =>
+    f.endsWith('.ts'),
+  );
   const source = files.map((f) => readFileSync(new URL(`../src/${f}`, import.meta.url), 'utf8')).join('\n');
   return fill(source, size);
 }
@@ -131,7 +141,11 @@ const sizeLabel = (size: number): string => (size >= MB ? `${size / MB} MB` : `$
 // Warm-up: compile every pattern before anything is timed.
 for (const c of ADVERSARIAL) redactSecrets(c.make(4096));
 
-const ORDINARY: Case = { label: 'all shapes', name: 'ordinary text: the source files of src/, repeated', make: ordinaryText };
+const ORDINARY: Case = {
+  label: 'all shapes',
+  name: 'ordinary text: the source files of src/, repeated',
+  make: ordinaryText,
+};
 const results = [...ADVERSARIAL, ORDINARY].map((c) => ({ ...c, times: SIZES.map((size) => time(c.make(size), RUNS)) }));
 
 console.log(`node ${process.version}, ${RUNS} runs per cell${implPath ? `, redactSecrets from ${implPath}` : ''}\n`);
@@ -162,12 +176,28 @@ async function beforeModelWith(place: 'user message' | 'tool-call input', secret
     { role: 'user', content: `Question ${i}: ${'words '.repeat(400)}` },
     { role: 'assistant', content: [{ type: 'text', text: `Answer ${i}: ${'prose '.repeat(400)}` }] },
   ];
-  const call = { type: 'tool-call', toolCallId: 'c1', toolName: 'write_file', input: { path: 'a.txt', content: secretish } } as const;
-  const result = { type: 'tool-result', toolCallId: 'c1', toolName: 'write_file', output: { type: 'text', value: 'ok' } } as const;
+  const call = {
+    type: 'tool-call',
+    toolCallId: 'c1',
+    toolName: 'write_file',
+    input: { path: 'a.txt', content: secretish },
+  } as const;
+  const result = {
+    type: 'tool-result',
+    toolCallId: 'c1',
+    toolName: 'write_file',
+    output: { type: 'text', value: 'ok' },
+  } as const;
   const held: GuardMessage[] =
     place === 'user message'
-      ? [{ role: 'user', content: secretish }, { role: 'assistant', content: [{ type: 'text', text: 'Noted.' }] }]
-      : [{ role: 'assistant', content: [call] }, { role: 'tool', content: [result] }];
+      ? [
+          { role: 'user', content: secretish },
+          { role: 'assistant', content: [{ type: 'text', text: 'Noted.' }] },
+        ]
+      : [
+          { role: 'assistant', content: [call] },
+          { role: 'tool', content: [result] },
+        ];
   const system: GuardMessage = { role: 'system', content: 'You are an agent.' };
   const messages: GuardMessage[] = [system, ...held, ...filler(1), ...filler(2), { role: 'user', content: 'Go on.' }];
   const t = performance.now();
@@ -182,11 +212,16 @@ if (!implPath) {
   const examples: Array<[string, () => number | Promise<number>]> = [
     ["redactSecrets('eyJ-'.repeat(25_000)) (100 KB)", () => median(time(eyj, RUNS))],
     ["redactSecrets('eyJ-'.repeat(50_000)) (200 KB)", () => median(time('eyJ-'.repeat(50_000), RUNS))],
-    ['redactSecrets(100 KB of repeated BEGIN headers)', () => median(time(fill(`-----BEGIN ${RSA}-----`, 100_000), RUNS))],
+    [
+      'redactSecrets(100 KB of repeated BEGIN headers)',
+      () => median(time(fill(`-----BEGIN ${RSA}-----`, 100_000), RUNS)),
+    ],
     ['beforeModel, the 100 KB text in a user message', () => beforeModelWith('user message', eyj)],
     ['beforeModel, the 100 KB text in a tool-call input', () => beforeModelWith('tool-call input', eyj)],
   ];
-  console.log('\nExamples found by probing the guard (median ms of redactSecrets; one beforeModel call that compacts)\n');
+  console.log(
+    '\nExamples found by probing the guard (median ms of redactSecrets; one beforeModel call that compacts)\n',
+  );
   console.log('| example | ms |');
   console.log('|---|---:|');
   for (const [name, measure] of examples) console.log(`| ${name} | ${ms(await measure())} |`);

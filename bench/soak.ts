@@ -315,7 +315,10 @@ const parallelSizeArb = fc.oneof(
   { weight: 2, arbitrary: fc.integer({ min: 60, max: 400 }) },
   { weight: 1, arbitrary: fc.integer({ min: 800, max: 1_500 }) },
 );
-const smallSizeArb = fc.oneof({ weight: 5, arbitrary: fc.integer({ min: 0, max: 5 }) }, { weight: 1, arbitrary: fc.integer({ min: 5, max: 40 }) });
+const smallSizeArb = fc.oneof(
+  { weight: 5, arbitrary: fc.integer({ min: 0, max: 5 }) },
+  { weight: 1, arbitrary: fc.integer({ min: 5, max: 40 }) },
+);
 
 const STYLES = ['ascii', 'code', 'emoji', 'cjk', 'combining', 'mixed', 'secret', 'secret2', 'base64', 'pem'] as const;
 type Style = (typeof STYLES)[number];
@@ -335,9 +338,18 @@ const styleArb: fc.Arbitrary<Style> = fc.oneof(
 const imageArb = fc.record({
   encoding: fc.constantFrom('base64' as const, 'bytes' as const, 'data-url' as const, 'link' as const),
   // Mostly screenshots and photos of ordinary size, sometimes huge (billed at the provider's cap).
-  width: fc.oneof({ weight: 5, arbitrary: fc.integer({ min: 1, max: 1_024 }) }, { weight: 1, arbitrary: fc.integer({ min: 1_024, max: 8_000 }) }),
-  height: fc.oneof({ weight: 5, arbitrary: fc.integer({ min: 1, max: 1_024 }) }, { weight: 1, arbitrary: fc.integer({ min: 1_024, max: 8_000 }) }),
-  padding: fc.oneof({ weight: 5, arbitrary: fc.integer({ min: 0, max: 600 }) }, { weight: 1, arbitrary: fc.integer({ min: 600, max: 60_000 }) }),
+  width: fc.oneof(
+    { weight: 5, arbitrary: fc.integer({ min: 1, max: 1_024 }) },
+    { weight: 1, arbitrary: fc.integer({ min: 1_024, max: 8_000 }) },
+  ),
+  height: fc.oneof(
+    { weight: 5, arbitrary: fc.integer({ min: 1, max: 1_024 }) },
+    { weight: 1, arbitrary: fc.integer({ min: 1_024, max: 8_000 }) },
+  ),
+  padding: fc.oneof(
+    { weight: 5, arbitrary: fc.integer({ min: 0, max: 600 }) },
+    { weight: 1, arbitrary: fc.integer({ min: 600, max: 60_000 }) },
+  ),
 });
 type ImageSpec = typeof imageArb extends fc.Arbitrary<infer T> ? T : never;
 
@@ -346,7 +358,10 @@ const userArb = fc.record({
   style: styleArb,
   /** String content, or parts (one or two text parts, images). */
   parts: fc.boolean(),
-  images: fc.oneof({ weight: 6, arbitrary: fc.constant([] as ImageSpec[]) }, { weight: 2, arbitrary: fc.array(imageArb, { minLength: 1, maxLength: 3 }) }),
+  images: fc.oneof(
+    { weight: 6, arbitrary: fc.constant([] as ImageSpec[]) },
+    { weight: 2, arbitrary: fc.array(imageArb, { minLength: 1, maxLength: 3 }) },
+  ),
   /** A request of whitespace only (nothing to quote). */
   blank: fc.integer({ min: 0, max: 60 }).map((n) => n === 0),
   secondText: fc.integer({ min: 0, max: 9 }).map((n) => n === 0),
@@ -382,12 +397,27 @@ const resultArb = (size: fc.Arbitrary<number>) =>
   });
 type ResultSpec = ReturnType<typeof resultArb> extends fc.Arbitrary<infer T> ? T : never;
 
-const TOOL_NAMES = ['read_file', 'write_file', 'bash', 'search', 'memory', 'mcp__fs__read_file', 'str_replace_based_edit_tool', 'apply_patch'] as const;
+const TOOL_NAMES = [
+  'read_file',
+  'write_file',
+  'bash',
+  'search',
+  'memory',
+  'mcp__fs__read_file',
+  'str_replace_based_edit_tool',
+  'apply_patch',
+] as const;
 
 const replyArb = fc.oneof(
   {
     weight: 3,
-    arbitrary: fc.record({ kind: fc.constant('text' as const), size: sizeArb, style: styleArb, reasoning: fc.boolean(), asString: fc.boolean() }),
+    arbitrary: fc.record({
+      kind: fc.constant('text' as const),
+      size: sizeArb,
+      style: styleArb,
+      reasoning: fc.boolean(),
+      asString: fc.boolean(),
+    }),
   },
   {
     weight: 6,
@@ -414,7 +444,8 @@ const replyArb = fc.oneof(
 );
 type ReplySpec = typeof replyArb extends fc.Arbitrary<infer T> ? T : never;
 
-const fraction = (min: number, max: number) => fc.double({ min, max, noNaN: true }).map((x) => Math.round(x * 1000) / 1000);
+const fraction = (min: number, max: number) =>
+  fc.double({ min, max, noNaN: true }).map((x) => Math.round(x * 1000) / 1000);
 
 const rare = (one: number) => fc.integer({ min: 1, max: one }).map((n) => n === 1);
 
@@ -446,13 +477,22 @@ const conversationArb = fc.record({
   modelId: fc.constantFrom(undefined, 'claude-sonnet-4-5', 'gemini-2.5-pro', 'gpt-4o', 'deepseek-chat', 'acme-llm-7b'),
   systems: fc.array(
     fc.record({
-      size: fc.oneof({ weight: 60, arbitrary: fc.integer({ min: 0, max: 20 }) }, { weight: 1, arbitrary: fc.integer({ min: 300, max: 1_500 }) }),
+      size: fc.oneof(
+        { weight: 60, arbitrary: fc.integer({ min: 0, max: 20 }) },
+        { weight: 1, arbitrary: fc.integer({ min: 300, max: 1_500 }) },
+      ),
       style: styleArb,
     }),
     { maxLength: 3 },
   ),
   tools: fc.array(
-    fc.record({ size: fc.oneof({ weight: 80, arbitrary: fc.integer({ min: 0, max: 5 }) }, { weight: 1, arbitrary: fc.integer({ min: 300, max: 1_200 }) }), name: fc.constantFrom(...TOOL_NAMES) }),
+    fc.record({
+      size: fc.oneof(
+        { weight: 80, arbitrary: fc.integer({ min: 0, max: 5 }) },
+        { weight: 1, arbitrary: fc.integer({ min: 300, max: 1_200 }) },
+      ),
+      name: fc.constantFrom(...TOOL_NAMES),
+    }),
     { maxLength: 5 },
   ),
   first: userArb,
@@ -485,7 +525,10 @@ export type ConversationSpec = typeof conversationArb extends fc.Arbitrary<infer
 
 const batchArb = fc.record({
   contextWindow: fc.oneof({ weight: 7, arbitrary: fc.constant(undefined) }, { weight: 3, arbitrary: windowArb }),
-  retention: fc.oneof({ weight: 3, arbitrary: fc.constant('keep-recent' as const) }, { weight: 1, arbitrary: fc.constant('summarize-all' as const) }),
+  retention: fc.oneof(
+    { weight: 3, arbitrary: fc.constant('keep-recent' as const) },
+    { weight: 1, arbitrary: fc.constant('summarize-all' as const) },
+  ),
   target: fc.oneof({ weight: 2, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fraction(0.2, 0.6) }),
   keepRecentTokens: fc.oneof(
     { weight: 2, arbitrary: fc.constant(undefined) },
@@ -513,7 +556,10 @@ const batchArb = fc.record({
     { weight: 1, arbitrary: fraction(0.05, 0.35) },
     { weight: 1, arbitrary: fc.integer({ min: 1_000, max: 30_000 }) },
   ),
-  maxSummaryTokens: fc.oneof({ weight: 3, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.integer({ min: 100, max: 8_000 }) }),
+  maxSummaryTokens: fc.oneof(
+    { weight: 3, arbitrary: fc.constant(undefined) },
+    { weight: 1, arbitrary: fc.integer({ min: 100, max: 8_000 }) },
+  ),
   summarizer: fc.oneof(
     { weight: 16, arbitrary: fc.constant('flaky' as const) },
     { weight: 2, arbitrary: fc.constant('none' as const) },
@@ -533,14 +579,23 @@ const batchArb = fc.record({
     { weight: 6, arbitrary: fc.constant(undefined) },
     { weight: 1, arbitrary: fc.integer({ min: 20, max: 500 }) },
   ),
-  summarizerContextWindow: fc.oneof({ weight: 3, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.integer({ min: 4_000, max: 200_000 }) }),
+  summarizerContextWindow: fc.oneof(
+    { weight: 3, arbitrary: fc.constant(undefined) },
+    { weight: 1, arbitrary: fc.integer({ min: 4_000, max: 200_000 }) },
+  ),
   summarizerTimeoutMs: fc.integer({ min: 5, max: 40 }),
   circuitBreaker: fc.oneof(
     { weight: 1, arbitrary: fc.constant(undefined) },
-    { weight: 4, arbitrary: fc.record({ failures: fc.integer({ min: 1, max: 6 }), cooldownMs: fc.integer({ min: 0, max: 200 }) }) },
+    {
+      weight: 4,
+      arbitrary: fc.record({ failures: fc.integer({ min: 1, max: 6 }), cooldownMs: fc.integer({ min: 0, max: 200 }) }),
+    },
   ),
   exactCounting: fc.constantFrom('auto' as const, 'off' as const),
-  fileOps: fc.oneof({ weight: 4, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.constant(false as const) }),
+  fileOps: fc.oneof(
+    { weight: 4, arbitrary: fc.constant(undefined) },
+    { weight: 1, arbitrary: fc.constant(false as const) },
+  ),
   warnAt: fc.oneof({ weight: 2, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fraction(0.3, 1) }),
   calibration: fc.constantFrom(undefined, undefined, undefined, { max: 3 }, { default: 2 }),
   /** The host's logger throws on some events (the guard must swallow it). */
@@ -576,7 +631,8 @@ const FRAGMENTS: Record<Style, string> = {
   cjk: '上下文窗口管理测试，压缩历史消息。日本語のテキスト、한국어 문장입니다. ',
   combining: 'e\u0301 a\u0308 n\u0303 Z\u0336\u0335a\u0337l\u0338g\u0334o\u0360 q\u0323\u0307 ',
   mixed: 'Ünïcödé ✓ — “quotes” 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 \u202eRTL\u202c \u200bzero\u200dwidth عربى עברית ',
-  secret: 'export OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz0123 and AKIAABCDEFGHIJKLMNOP, Authorization: Bearer abcdefghijklmnopqrstuvwx0123; ',
+  secret:
+    'export OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz0123 and AKIAABCDEFGHIJKLMNOP, Authorization: Bearer abcdefghijklmnopqrstuvwx0123; ',
   // The shapes the default redaction missed, each complete.
   secret2: `${PLANTED_SECRETS.slice(3)
     .map((s) => s.expression)
@@ -611,11 +667,11 @@ function makeText(label: string, chars: number, style: Style): string {
   if (n <= head.length) return label;
   const fragment = FRAGMENTS[style];
   // Secrets are written whole (a cut one is no secret a pattern could see), at least once.
-  if (style === 'secret' || style === 'secret2') return head + fragment.repeat(Math.max(1, Math.floor((n - head.length) / fragment.length)));
+  if (style === 'secret' || style === 'secret2')
+    return head + fragment.repeat(Math.max(1, Math.floor((n - head.length) / fragment.length)));
   // `repeat` then `slice`: huge strings cheaply; the cut may split a surrogate pair or a grapheme, on purpose.
   return head + fragment.repeat(Math.ceil((n - head.length) / fragment.length)).slice(0, n - head.length);
 }
-
 
 function imagePart(spec: ImageSpec): { type: 'image'; image: string | Uint8Array; mediaType: string } {
   const bytes = png(spec.width, spec.height, spec.padding);
@@ -625,7 +681,11 @@ function imagePart(spec: ImageSpec): { type: 'image'; image: string | Uint8Array
     case 'data-url':
       return { type: 'image', image: `data:image/png;base64,${bytes.toString('base64')}`, mediaType: 'image/png' };
     case 'link':
-      return { type: 'image', image: `https://example.com/screenshots/${spec.width}x${spec.height}.png`, mediaType: 'image/png' };
+      return {
+        type: 'image',
+        image: `https://example.com/screenshots/${spec.width}x${spec.height}.png`,
+        mediaType: 'image/png',
+      };
     default:
       return { type: 'image', image: bytes.toString('base64'), mediaType: 'image/png' };
   }
@@ -676,8 +736,11 @@ class Builder {
     let text = ' \n\t ';
     if (!spec.blank) {
       const label = this.label('U');
-      text = spec.adversarial ? this.adversarial(label, spec.adversarial) : makeText(label, this.chars(spec.size), spec.style);
-      if (!spec.adversarial && (spec.style === 'secret' || spec.style === 'secret2')) this.tally('secrets in user text');
+      text = spec.adversarial
+        ? this.adversarial(label, spec.adversarial)
+        : makeText(label, this.chars(spec.size), spec.style);
+      if (!spec.adversarial && (spec.style === 'secret' || spec.style === 'secret2'))
+        this.tally('secrets in user text');
       if (spec.marker) {
         text = withMarker(spec.marker, text);
         this.tally(`marker ${spec.marker.marker}`);
@@ -715,15 +778,37 @@ class Builder {
         return [
           {
             role: 'assistant',
-            content: [...(spec.reasoning ? [{ type: 'reasoning' as const, text: makeText(this.label('R'), 400, 'ascii') }] : []), { type: 'text' as const, text }],
+            content: [
+              ...(spec.reasoning
+                ? [{ type: 'reasoning' as const, text: makeText(this.label('R'), 400, 'ascii') }]
+                : []),
+              { type: 'text' as const, text },
+            ],
           },
         ];
       }
       case 'broken': {
         const id = `lost-${this.conversation}-${step}-${this.n++}`;
         return spec.unanswered
-          ? [{ role: 'assistant', content: [{ type: 'tool-call', toolCallId: id, toolName: 'bash', input: { command: 'ls' } }] }]
-          : [{ role: 'tool', content: [{ type: 'tool-result', toolCallId: id, toolName: 'bash', output: { type: 'text', value: 'stray result' } }] }];
+          ? [
+              {
+                role: 'assistant',
+                content: [{ type: 'tool-call', toolCallId: id, toolName: 'bash', input: { command: 'ls' } }],
+              },
+            ]
+          : [
+              {
+                role: 'tool',
+                content: [
+                  {
+                    type: 'tool-result',
+                    toolCallId: id,
+                    toolName: 'bash',
+                    output: { type: 'text', value: 'stray result' },
+                  },
+                ],
+              },
+            ];
       }
       case 'tools': {
         if (this.reusedIds) this.tally('steps with reused tool-call ids');
@@ -731,7 +816,8 @@ class Builder {
           // Reused ids: `call_0` in every step, the newest result last.
           const id = this.reusedIds ? `call_${k}` : `call-${this.conversation}-${step}-${k}-${this.n++}`;
           // A repository URL with credentials as the path of a secret-styled call (file lists must not store them).
-          const path = r.style === 'secret2' ? `${REPOSITORY_WITH_CREDENTIALS}/src/m${k}.ts` : `src/module_${step}_${k}.ts`;
+          const path =
+            r.style === 'secret2' ? `${REPOSITORY_WITH_CREDENTIALS}/src/m${k}.ts` : `src/module_${step}_${k}.ts`;
           let input: Record<string, unknown> = spec.tool === 'bash' ? { command: `rg -n TODO src/m${k}` } : { path };
           if (r.inputAdversarial) input['content'] = this.adversarial(this.label('IN'), r.inputAdversarial);
           else if (r.inputSize > 0) input['content'] = makeText(this.label('IN'), this.chars(r.inputSize), r.style);
@@ -742,7 +828,17 @@ class Builder {
         });
         const assistant: GuardMessage = {
           role: 'assistant',
-          content: [...(spec.preamble ? [{ type: 'text' as const, text: makeText(this.label('P'), this.chars(spec.preamble.size), spec.preamble.style) }] : []), ...calls],
+          content: [
+            ...(spec.preamble
+              ? [
+                  {
+                    type: 'text' as const,
+                    text: makeText(this.label('P'), this.chars(spec.preamble.size), spec.preamble.style),
+                  },
+                ]
+              : []),
+            ...calls,
+          ],
         };
         const results = spec.results.map((r, k) => ({
           type: 'tool-result' as const,
@@ -755,7 +851,12 @@ class Builder {
                 ? ({ type: 'text', value: `ok ${this.label('T')}` } as ToolResultOutput)
                 : this.output(r),
         }));
-        return [assistant, ...(spec.separate ? results.map((r): GuardMessage => ({ role: 'tool', content: [r] })) : [{ role: 'tool' as const, content: results }])];
+        return [
+          assistant,
+          ...(spec.separate
+            ? results.map((r): GuardMessage => ({ role: 'tool', content: [r] }))
+            : [{ role: 'tool' as const, content: results }]),
+        ];
       }
     }
   }
@@ -769,7 +870,10 @@ class Builder {
     const text = makeText(this.label('T'), this.chars(r.size), r.style);
     switch (r.kind) {
       case 'json':
-        return { type: 'json', value: { ok: true, lines: text.length, body: text, nested: { list: [1, 2, 3], unicode: '✓ 上 👩‍💻' } } };
+        return {
+          type: 'json',
+          value: { ok: true, lines: text.length, body: text, nested: { list: [1, 2, 3], unicode: '✓ 上 👩‍💻' } },
+        };
       case 'error-text':
         return { type: 'error-text', value: text || 'error: command failed with exit code 1' };
       case 'error-json':
@@ -778,7 +882,13 @@ class Builder {
         return { type: 'execution-denied', reason: 'the user denied this tool call' };
       case 'content-image': {
         const data = png(r.image.width, r.image.height, r.image.padding).toString('base64');
-        return { type: 'content', value: [{ type: 'text', text }, { type: 'image-data', data, mediaType: 'image/png' }] };
+        return {
+          type: 'content',
+          value: [
+            { type: 'text', text },
+            { type: 'image-data', data, mediaType: 'image/png' },
+          ],
+        };
       }
       default:
         return { type: 'text', value: text };
@@ -829,7 +939,6 @@ function realTokens(bill: Billed, ratio: number, invisible: number): number {
 // Checks
 // ---------------------------------------------------------------------------------------------
 
-
 /** All text of a user message (text parts joined), '' for other roles. */
 function userText(m: GuardMessage): string {
   if (m.role !== 'user') return '';
@@ -837,12 +946,15 @@ function userText(m: GuardMessage): string {
   return m.content.map((p) => (p.type === 'text' ? p.text : '')).join('\n');
 }
 
-
 /** Whether the latest user request of `input` is in `out`: the same message, or its first 100 characters quoted. */
 function requestPresent(input: readonly unknown[], out: readonly unknown[], redact: (text: string) => string): boolean {
   const latest = input[latestUserIndex(input)] as GuardMessage | undefined;
   if (!latest || out.includes(latest)) return true;
-  const first = typeof latest.content === 'string' ? latest.content : (latest.content.find((p) => p.type === 'text' && p.text.trim() !== '') as { text: string } | undefined)?.text ?? '';
+  const first =
+    typeof latest.content === 'string'
+      ? latest.content
+      : ((latest.content.find((p) => p.type === 'text' && p.text.trim() !== '') as { text: string } | undefined)
+          ?.text ?? '');
   // A request without text (images only, or blanks) has nothing to quote; its media travel with the continuation.
   if (first.trim() === '') return true;
   // A continuation quotes the request redacted (secrets masked before anything is stored).
@@ -855,7 +967,11 @@ function requestPresent(input: readonly unknown[], out: readonly unknown[], reda
   return out.some((m) => {
     if (!isMessage(m) || m.role !== 'user') return false;
     const text = userText(m);
-    return text.includes(quote) || text.includes(quoteRedacted) || (text.includes(short) && text.includes(' characters omitted ...]'));
+    return (
+      text.includes(quote) ||
+      text.includes(quoteRedacted) ||
+      (text.includes(short) && text.includes(' characters omitted ...]'))
+    );
   });
 }
 
@@ -880,7 +996,9 @@ function keptAsCopy(m: GuardMessage, out: readonly unknown[]): boolean {
 function howSent(latest: GuardMessage, out: readonly unknown[], redact: (text: string) => string): string {
   const first = userTextParts(latest)[0] ?? '';
   const heads = [head(first, 40), head(redact(first.slice(0, 20_000)), 40)];
-  const holders = out.flatMap((m) => (isMessage(m) && m.role === 'user' && heads.some((h) => userText(m).includes(h)) ? [userText(m)] : []));
+  const holders = out.flatMap((m) =>
+    isMessage(m) && m.role === 'user' && heads.some((h) => userText(m).includes(h)) ? [userText(m)] : [],
+  );
   const redacted = (text: string) => (text.includes('[REDACTED:') && !first.includes('[REDACTED:') ? ', redacted' : '');
   const quote = holders.find((t) => t.startsWith('[Continue]'));
   if (quote !== undefined) {
@@ -912,7 +1030,9 @@ function shapeOf(messages: readonly unknown[]): string {
     }
     const parts = m.content as unknown as Array<Record<string, unknown>>;
     if (m.role === 'tool') {
-      const sizes = parts.map((p) => k(textOfValue((p['output'] as { value?: unknown } | undefined)?.value).join('').length));
+      const sizes = parts.map((p) =>
+        k(textOfValue((p['output'] as { value?: unknown } | undefined)?.value).join('').length),
+      );
       out.push(`tool(${parts.length}: ${sizes.join(', ')})`);
       continue;
     }
@@ -920,7 +1040,9 @@ function shapeOf(messages: readonly unknown[]): string {
     const images = parts.filter((p) => p['type'] === 'image').length;
     const files = parts.filter((p) => p['type'] === 'file').length;
     const text = parts.reduce((n, p) => n + (typeof p['text'] === 'string' ? (p['text'] as string).length : 0), 0);
-    out.push(`${m.role}${calls ? `[call×${calls}]` : ''}(${k(text)}${images ? `+${images}img` : ''}${files ? `+${files}file` : ''})`);
+    out.push(
+      `${m.role}${calls ? `[call×${calls}]` : ''}(${k(text)}${images ? `+${images}img` : ''}${files ? `+${files}file` : ''})`,
+    );
   }
   return out.join(' ');
 }
@@ -968,7 +1090,8 @@ function bump(record: Record<string, number>, key: string, by = 1): void {
 function describeOptions(spec: BatchSpec, window: number): Record<string, unknown> {
   // The options the guard was given, the summarizer by kind (and the slow one's delay).
   const o: Record<string, unknown> = { ...guardOptions(spec), summarizer: spec.summarizer };
-  if (spec.summarizer === 'slow') o['slowSummarizer'] = { delayMs: spec.slow.delayMs, honoursAbort: spec.slow.honoursAbort };
+  if (spec.summarizer === 'slow')
+    o['slowSummarizer'] = { delayMs: spec.slow.delayMs, honoursAbort: spec.slow.honoursAbort };
   if (spec.throwingLogger) o['throwingLogger'] = true;
   if (spec.contextWindow === undefined) o['callContextWindow'] = window;
   return o;
@@ -987,7 +1110,10 @@ function guardOptions(spec: BatchSpec): ContextGuardOptions {
   if (spec.prune !== undefined) o.prune = spec.prune;
   if (spec.buffer !== undefined) {
     // A buffer in tokens must leave the target room under a fixed window (else the options are invalid).
-    o.buffer = spec.contextWindow !== undefined && spec.buffer >= 1 ? Math.min(spec.buffer, Math.floor(spec.contextWindow * 0.35)) : spec.buffer;
+    o.buffer =
+      spec.contextWindow !== undefined && spec.buffer >= 1
+        ? Math.min(spec.buffer, Math.floor(spec.contextWindow * 0.35))
+        : spec.buffer;
   }
   if (spec.maxSummaryTokens !== undefined) o.maxSummaryTokens = spec.maxSummaryTokens;
   if (spec.summarizerContextWindow !== undefined) o.summarizerContextWindow = spec.summarizerContextWindow;
@@ -1205,7 +1331,13 @@ interface RunSettings {
   dump: boolean;
 }
 
-async function runBatch(seed: number, batch: number, members: number[], c: Counters, settings: RunSettings): Promise<void> {
+async function runBatch(
+  seed: number,
+  batch: number,
+  members: number[],
+  c: Counters,
+  settings: RunSettings,
+): Promise<void> {
   const spec = batchSpec(seed, batch);
   const sessions = new Map<string, Session>();
   const store = new MemoryStore<SessionState>();
@@ -1213,14 +1345,17 @@ async function runBatch(seed: number, batch: number, members: number[], c: Count
     const session = sessions.get(input.sessionId);
     if (!session) return;
     session.summarizerStarts.push(performance.now());
-    for (const text of textOfValue([input.messages, input.previousSummary])) session.summarizerLeaks.push(...leakedSecrets(text));
+    for (const text of textOfValue([input.messages, input.previousSummary]))
+      session.summarizerLeaks.push(...leakedSecrets(text));
     if (!answersOk) return;
     // What it was given is already redacted: its starts are spelled as the digest check spells them.
     for (const m of input.messages) {
       if (!isMessage(m) || m.role !== 'user') continue;
       session.summarizedStarts.push(startOf(m, (t) => t, SUMMARIZED_START_CHARS, true));
       // A chunk may clip a long base64 run below the length that gets labelled: its raw characters too.
-      session.summarizedStarts.push(head((userTextParts(m)[0] ?? '').replace(/\s+/g, ' ').trim(), SUMMARIZED_START_CHARS));
+      session.summarizedStarts.push(
+        head((userTextParts(m)[0] ?? '').replace(/\s+/g, ' ').trim(), SUMMARIZED_START_CHARS),
+      );
     }
   };
   const summarizer =
@@ -1259,7 +1394,8 @@ async function runBatch(seed: number, batch: number, members: number[], c: Count
         c.toolPairingRepairs++;
       }
       if (e.type === 'usage-ignored' || e.type === 'summarizer-failed') bump(c.newEvents, `${e.type}:${e.reason}`);
-      else if (['digest-loss', 'invalid-messages', 'overflow-retry', 'overflow'].includes(e.type)) bump(c.newEvents, e.type);
+      else if (['digest-loss', 'invalid-messages', 'overflow-retry', 'overflow'].includes(e.type))
+        bump(c.newEvents, e.type);
       if ('sessionId' in e && e.sessionId) sessions.get(e.sessionId)?.events.push(e);
       if (spec.throwingLogger && e.type === 'estimate') throw new Error('the host logger broke');
     },
@@ -1353,7 +1489,8 @@ async function runConversation(
   const window = batch.contextWindow ?? (spec.smallWindow ? 4_000 + (spec.window % 12_000) : spec.window);
   // Exact counting of huge texts is slow (a BPE pass over megabytes): tokenizer models get the smaller windows.
   const tokenizerModel = spec.modelId === 'gpt-4o' || spec.modelId === 'deepseek-chat';
-  const modelId = tokenizerModel && batch.exactCounting === 'auto' && window > 64_000 ? 'claude-sonnet-4-5' : spec.modelId;
+  const modelId =
+    tokenizerModel && batch.exactCounting === 'auto' && window > 64_000 ? 'claude-sonnet-4-5' : spec.modelId;
   const tally = (kind: string) => bump(c.hostile, kind);
   const b = new Builder(index, window, spec.reusedIds, tally);
   if (batch.summarizer === 'slow') tally('conversations with a slow summarizer');
@@ -1361,14 +1498,20 @@ async function runConversation(
     spec.tools.map((t, k) => ({
       name: `${t.name}_${k}`,
       description: makeText(`Tool ${k}:`, Math.max(20, b.chars(t.size)), 'ascii'),
-      inputSchema: { type: 'object', properties: { path: { type: 'string', description: 'a path ✓' }, content: { type: 'string' } }, required: ['path'] },
+      inputSchema: {
+        type: 'object',
+        properties: { path: { type: 'string', description: 'a path ✓' }, content: { type: 'string' } },
+        required: ['path'],
+      },
     })),
   );
   const systems = spec.systems.map((s) => b.system(s.size, s.style));
   if (spec.giantSystem !== undefined) {
     // Thousandths of the window in chars/4 tokens: the default threshold (800) at the default correction (1.5).
     systems.unshift(b.system((spec.giantSystem * 800) / 1.5, 'code'));
-    tally(spec.giantSystem < 1 ? 'giant system prompt (near the threshold)' : 'giant system prompt (over the threshold)');
+    tally(
+      spec.giantSystem < 1 ? 'giant system prompt (near the threshold)' : 'giant system prompt (over the threshold)',
+    );
   }
   // Entries are messages, or the junk a buggy host leaves in its history.
   let history: unknown[] = [...systems, b.user(spec.first)].map(deepFreeze);
@@ -1393,7 +1536,11 @@ async function runConversation(
       options: describeOptions(batch, window),
       window,
       modelId,
-      provider: { ratio: Math.round(spec.ratio * 1000) / 1000, invisible: invisibleTokens(spec, window), usage: spec.usage },
+      provider: {
+        ratio: Math.round(spec.ratio * 1000) / 1000,
+        invisible: invisibleTokens(spec, window),
+        usage: spec.usage,
+      },
       shape: shapeOf(sent),
     };
     if (settings.dump && c.dumps < MAX_DUMPS && !kind.startsWith('note:')) {
@@ -1401,7 +1548,22 @@ async function runConversation(
       const dir = join(tmpdir(), 'context-guard-soak');
       mkdirSync(dir, { recursive: true });
       const file = join(dir, `seed-${seed}-conversation-${index}-call-${call}-${kind}.json`);
-      writeFileSync(file, JSON.stringify({ seed, conversation: index, call, kind, message, options: detail.options, modelId, window, provider: detail.provider, tools, history: serializable(sent) }));
+      writeFileSync(
+        file,
+        JSON.stringify({
+          seed,
+          conversation: index,
+          call,
+          kind,
+          message,
+          options: detail.options,
+          modelId,
+          window,
+          provider: detail.provider,
+          tools,
+          history: serializable(sent),
+        }),
+      );
       detail.dumpedTo = file;
     }
     record(c, detail);
@@ -1468,21 +1630,26 @@ async function runConversation(
       return undefined;
     }
     const ms = performance.now() - started;
-    if (process.env['SOAK_TRACE'] === '1' && ms > 100) process.stderr.write(`slow call ${index}.${call} ${ms.toFixed(0)} ms\n`);
+    if (process.env['SOAK_TRACE'] === '1' && ms > 100)
+      process.stderr.write(`slow call ${index}.${call} ${ms.toFixed(0)} ms\n`);
     if (ms > c.slowestCall.ms) c.slowestCall = { ms, conversation: index, call };
     if (ms > STALL_MS) fail('stall', `beforeModel took ${(ms / 1000).toFixed(1)} s`, sent);
     const events = session.events.slice(mark);
     if (process.env['SOAK_TRACE'] === '3') {
-      const clip = (_k: string, v: unknown) => (typeof v === 'string' && v.length > 300 ? `${v.slice(0, 240)}…(${v.length})` : v);
+      const clip = (_k: string, v: unknown) =>
+        typeof v === 'string' && v.length > 300 ? `${v.slice(0, 240)}…(${v.length})` : v;
       process.stderr.write(`call ${index}.${call} output: ${JSON.stringify(serializable(r.messages), clip, 1)}\n`);
-      if (r.compaction?.summary) process.stderr.write(`call ${index}.${call} summary:\n${r.compaction.summary.slice(0, 6_000)}\n`);
+      if (r.compaction?.summary)
+        process.stderr.write(`call ${index}.${call} summary:\n${r.compaction.summary.slice(0, 6_000)}\n`);
     }
     if (process.env['SOAK_TRACE'] === '2' || process.env['SOAK_TRACE'] === '3') {
       const kinds = events
         .filter((e) => e.type !== 'estimate')
         .map((e) => (e.type === 'summarizer-failed' || e.type === 'usage-ignored' ? `${e.type}:${e.reason}` : e.type));
       const steps = r.compaction ? `${r.compaction.steps.join('+')} ` : '';
-      process.stderr.write(`call ${index}.${call}: ${r.tokens}/${r.threshold} ${steps}[${kinds.join(', ')}]\n  in:  ${shapeOf(sent)}\n  out: ${shapeOf(r.messages)}\n`);
+      process.stderr.write(
+        `call ${index}.${call}: ${r.tokens}/${r.threshold} ${steps}[${kinds.join(', ')}]\n  in:  ${shapeOf(sent)}\n  out: ${shapeOf(r.messages)}\n`,
+      );
     }
     scanErrors(sent);
     const overflow = events.some((e) => e.type === 'overflow');
@@ -1498,14 +1665,20 @@ async function runConversation(
       const why = isMessage(m) ? (cyclic && hasCycle(m) ? 'cyclic content' : undefined) : invalidEntry(m);
       return why ? [`${k}: ${why}`] : [];
     });
-    if (invalid.length > 0) fail('invalid-entry-sent', `the output holds entries no provider accepts: ${invalid.slice(0, 5).join(', ')}`, sent);
+    if (invalid.length > 0)
+      fail(
+        'invalid-entry-sent',
+        `the output holds entries no provider accepts: ${invalid.slice(0, 5).join(', ')}`,
+        sent,
+      );
     const valid = out.filter(isMessage);
 
     const pairing = pairingProblems(valid);
     if (pairing.length > 0) fail('tool-pairing', pairing.slice(0, 3).join('; '), sent);
 
     let leading = 0;
-    while (leading < sent.length && isMessage(sent[leading]) && (sent[leading] as GuardMessage).role === 'system') leading++;
+    while (leading < sent.length && isMessage(sent[leading]) && (sent[leading] as GuardMessage).role === 'system')
+      leading++;
     for (let k = 0; k < leading; k++) {
       if (!sameMessage(out[k] as GuardMessage, sent[k] as GuardMessage)) {
         fail('system-first', `leading system message ${k} is not first and unchanged in the output`, sent);
@@ -1521,7 +1694,11 @@ async function runConversation(
     }
 
     if (!requestPresent(sent, out, guard.options.redact)) {
-      fail('latest-request', 'the latest user request is neither in the output nor quoted (first 100 characters)', sent);
+      fail(
+        'latest-request',
+        'the latest user request is neither in the output nor quoted (first 100 characters)',
+        sent,
+      );
     }
 
     if (r.contextWindow !== window) fail('window', `result.contextWindow ${r.contextWindow}, expected ${window}`, sent);
@@ -1529,8 +1706,14 @@ async function runConversation(
     // (a later call that sends the same smallest prompt, the event having been emitted once).
     const over = !(r.tokens <= r.threshold);
     if (over && !overflow && r.overflow !== true) {
-      const comp = r.compaction ? `${r.compaction.strategy} ${r.compaction.tokensBefore}→${r.compaction.tokensAfter}` : 'no compaction';
-      fail('over-threshold', `estimate ${r.tokens} > threshold ${r.threshold} without an overflow event or r.overflow (${comp})`, sent);
+      const comp = r.compaction
+        ? `${r.compaction.strategy} ${r.compaction.tokensBefore}→${r.compaction.tokensAfter}`
+        : 'no compaction';
+      fail(
+        'over-threshold',
+        `estimate ${r.tokens} > threshold ${r.threshold} without an overflow event or r.overflow (${comp})`,
+        sent,
+      );
     }
 
     // System messages + tools + the latest user message alone, priced as the pipeline prices a
@@ -1557,13 +1740,20 @@ async function runConversation(
         });
         const stateAfter = await store.get(sessionId);
         const reset =
-          stateAfter?.calibration.reference && !stateAfter.calibration.anchor ? stateAfter.calibration : resetCalibration(stateBefore?.calibration ?? {});
+          stateAfter?.calibration.reference && !stateAfter.calibration.anchor
+            ? stateAfter.calibration
+            : resetCalibration(stateBefore?.calibration ?? {});
         const price = priceAfterReset({ ...reset, pending: undefined }, guard.options.calibration);
         const placeholders = mediaParts * MEDIA_PLACEHOLDER_CHARS;
         pricing = (what) =>
           what === 'with-media'
             ? price(fixed + requestChars, media)
-            : price(fixed + placeholders + (what === 'placeholders' ? requestChars : Math.min(requestChars, MIN_CUT_REQUEST_CHARS)), 0);
+            : price(
+                fixed +
+                  placeholders +
+                  (what === 'placeholders' ? requestChars : Math.min(requestChars, MIN_CUT_REQUEST_CHARS)),
+                0,
+              );
       }
       return pricing(what);
     };
@@ -1584,7 +1774,8 @@ async function runConversation(
         // model must see whole; the overflow event says the buffer was used).
         const sentWhole = request >= 0 && latestOutcome(sent[request] as GuardMessage, out).whole;
         // By the guard's own estimate of what it sent (the one it decides with), or by the soak's pricing.
-        const fitsWindow = r.contextWindow !== undefined && (irreducible <= r.contextWindow || r.tokens <= r.contextWindow);
+        const fitsWindow =
+          r.contextWindow !== undefined && (irreducible <= r.contextWindow || r.tokens <= r.contextWindow);
         if (over && shortest <= FITS * r.threshold && !(sentWhole && fitsWindow)) {
           fail(
             'over-threshold-after-cut',
@@ -1669,7 +1860,11 @@ async function runConversation(
           startSurvives(raw, haystack, entryChars) ||
           startSurvives(digestStartOf(m, guard.options.redact, entryChars), haystack, entryChars) ||
           // A digest line cut before binary is labelled keeps the raw characters.
-          startSurvives(head((userTextParts(m)[0] ?? '').replace(/\s+/g, ' ').trim(), DIGEST_START_CHARS), haystack, entryChars)
+          startSurvives(
+            head((userTextParts(m)[0] ?? '').replace(/\s+/g, ' ').trim(), DIGEST_START_CHARS),
+            haystack,
+            entryChars,
+          )
         )
           return;
         if (lossReported) bump(c.checks, 'user starts lost, digest-loss reported');
@@ -1697,7 +1892,12 @@ async function runConversation(
     if (stored && stored !== scannedSummary) {
       scannedSummary = stored;
       const leaks = new Set(textOfValue([stored.text, stored.messages, stored.fileOps]).flatMap(leakedSecrets));
-      if (leaks.size > 0) fail('secret-leak', `the stored summary (or its continuation, or file list) holds ${[...leaks].join(', ')}`, sent);
+      if (leaks.size > 0)
+        fail(
+          'secret-leak',
+          `the stored summary (or its continuation, or file list) holds ${[...leaks].join(', ')}`,
+          sent,
+        );
     }
 
     // The whole-compaction deadline: with the slow summarizer every call but the last takes its
@@ -1709,13 +1909,18 @@ async function runConversation(
       if (r.compaction) c.checks[longest] = Math.max(c.checks[longest] ?? 0, r.compaction.durationMs);
       if ((n - 1) * (delayMs - 1) > compactionTimeoutMs + delayMs) {
         const took = r.compaction?.durationMs ?? '?';
-        fail('deadline', `${n} summarizer calls of ${delayMs} ms in one compaction, past compactionTimeoutMs ${compactionTimeoutMs} (compaction ${took} ms)`, sent);
+        fail(
+          'deadline',
+          `${n} summarizer calls of ${delayMs} ms in one compaction, past compactionTimeoutMs ${compactionTimeoutMs} (compaction ${took} ms)`,
+          sent,
+        );
       }
     }
 
     if (snapshot !== undefined) {
       c.snapshotsCompared++;
-      if (!isDeepStrictEqual(sent, snapshot)) fail('input-mutated', 'the history sent differs from its snapshot after the call', sent);
+      if (!isDeepStrictEqual(sent, snapshot))
+        fail('input-mutated', 'the history sent differs from its snapshot after the call', sent);
     }
     previousOutput = new Set(thisOutput);
     previousLength = sent.length;
@@ -1730,12 +1935,15 @@ async function runConversation(
       const junk = step.junk ? b.junk(step.junk.kind) : undefined;
       if (step.junk && !step.junk.afterUser) added.push(junk);
       if (step.user) added.push(b.user(step.user));
-      if (step.junk && step.junk.afterUser) added.push(junk);
+      if (step.junk?.afterUser) added.push(junk);
       if (added.length > 0) history = [...history, ...added.map(deepFreeze)];
 
       if (step.manual) {
         try {
-          const res = await withWatchdog(guard.compact(sessionId, { focus: 'the failing tests ✓' }), settings.watchdogMs);
+          const res = await withWatchdog(
+            guard.compact(sessionId, { focus: 'the failing tests ✓' }),
+            settings.watchdogMs,
+          );
           if (res === WATCHDOG) {
             fail('hang', 'compact did not resolve', history);
             return;
@@ -1775,7 +1983,12 @@ async function runConversation(
         if (step.outlier) {
           const outlier = step.outlier;
           const taken = events.find((e) => e.type === 'usage-recorded' && recordedOutlier(outlier, e));
-          if (taken) fail('outlier-recorded', `afterModel recorded the outlier ${outlier} (${JSON.stringify(usage)}) as a real count`, history);
+          if (taken)
+            fail(
+              'outlier-recorded',
+              `afterModel recorded the outlier ${outlier} (${JSON.stringify(usage)}) as a real count`,
+              history,
+            );
         } else if (spec.usage !== 'malformed') {
           const rejected = events.find((e) => e.type === 'usage-ignored' && e.reason === 'implausible');
           // A count over the window is one no provider returns (it refuses the prompt): the fake provider's, not a real one's.
@@ -1804,13 +2017,28 @@ function invisibleTokens(spec: ConversationSpec, window: number): number {
 }
 
 /** What the host reports to afterModel after a call, or 'skip'. */
-function usageFor(spec: ConversationSpec, step: StepSpec, r: BeforeModelResult, bill: Billed, reply: GuardMessage[]): unknown {
+function usageFor(
+  spec: ConversationSpec,
+  step: StepSpec,
+  r: BeforeModelResult,
+  bill: Billed,
+  reply: GuardMessage[],
+): unknown {
   if (spec.usage === 'never' || (spec.usage === 'sometimes' && !step.reportUsage)) return 'skip';
   const inputTokens = realTokens(bill, spec.ratio, invisibleTokens(spec, r.contextWindow ?? 0));
   const first = reply[0];
-  const outputTokens = first?.role === 'assistant' ? Math.ceil((spec.ratio * measureMessage(first, 'generic').chars) / 4) : undefined;
+  const outputTokens =
+    first?.role === 'assistant' ? Math.ceil((spec.ratio * measureMessage(first, 'generic').chars) / 4) : undefined;
   if (spec.usage === 'malformed' && step.reportUsage) {
-    const bad: unknown[] = [undefined, null, { inputTokens: Number.NaN }, { inputTokens: -5 }, { inputTokens: 0 }, { inputTokens: '12' }, { inputTokens, outputTokens: -1 }];
+    const bad: unknown[] = [
+      undefined,
+      null,
+      { inputTokens: Number.NaN },
+      { inputTokens: -5 },
+      { inputTokens: 0 },
+      { inputTokens: '12' },
+      { inputTokens, outputTokens: -1 },
+    ];
     return bad[step.badUsage % bad.length];
   }
   return { inputTokens, ...(outputTokens !== undefined ? { outputTokens } : {}) };
@@ -1831,9 +2059,15 @@ export function formatResult(r: SoakResult): string {
     ['seed', String(r.seed)],
     ['conversations', r.conversations.toLocaleString('en-US')],
     ['calls (beforeModel)', r.calls.toLocaleString('en-US')],
-    ['compactions', `${r.compactions.toLocaleString('en-US')}${r.compactions ? ` (${byKey(r.compactionsByStrategy)})` : ''}`],
+    [
+      'compactions',
+      `${r.compactions.toLocaleString('en-US')}${r.compactions ? ` (${byKey(r.compactionsByStrategy)})` : ''}`,
+    ],
     ['summarizer calls', r.summarizerCalls.toLocaleString('en-US')],
-    ['summarizer failures', `${r.summarizerFailures.toLocaleString('en-US')}${r.summarizerFailures ? ` (${byKey(r.summarizerFailuresByReason)})` : ''}`],
+    [
+      'summarizer failures',
+      `${r.summarizerFailures.toLocaleString('en-US')}${r.summarizerFailures ? ` (${byKey(r.summarizerFailuresByReason)})` : ''}`,
+    ],
     ['tool pairing repairs', r.toolPairingRepairs.toLocaleString('en-US')],
     ['input snapshots compared', r.snapshotsCompared.toLocaleString('en-US')],
     ['**violations**', `${r.violations}${r.violations ? ` (${byKey(r.violationsByKind)})` : ''}`],
@@ -1844,7 +2078,10 @@ export function formatResult(r: SoakResult): string {
     ['hostile inputs', byKey(r.hostile) || '-'],
     ['events of the hostile-input paths', byKey(r.newEvents) || '-'],
     ['what the new checks judged', byKey(r.checks) || '-'],
-    ['slowest beforeModel', `${(r.slowestCall.ms / 1000).toFixed(2)} s (conversation ${r.slowestCall.conversation}, call ${r.slowestCall.call})`],
+    [
+      'slowest beforeModel',
+      `${(r.slowestCall.ms / 1000).toFixed(2)} s (conversation ${r.slowestCall.conversation}, call ${r.slowestCall.call})`,
+    ],
     ['longest event-loop block', `${(r.maxEventLoopDelayMs / 1000).toFixed(2)} s`],
     ['peak RSS / heap used', `${mib(r.peakRssBytes)} / ${mib(r.peakHeapBytes)}`],
     ['wall time', `${(r.wallMs / 1000).toFixed(1)} s`],

@@ -28,7 +28,9 @@ function textChars(message: GuardMessage): number {
         chars += String(p.text ?? '').length;
         break;
       case 'tool-call':
-        chars += String(p.toolName ?? '').length + (typeof p.input === 'string' ? p.input.length : JSON.stringify(p.input ?? {}).length);
+        chars +=
+          String(p.toolName ?? '').length +
+          (typeof p.input === 'string' ? p.input.length : JSON.stringify(p.input ?? {}).length);
         break;
       case 'tool-result': {
         const output = p.output as { type: string; value?: unknown } | undefined;
@@ -98,7 +100,19 @@ function shortName(file: string): string {
 }
 
 const rows: string[][] = [
-  ['file', 'format', 'model', 'calls', 'skip', 'min in', 'max in', 'last chars', 'growth json c/t', 'growth text c/t', 'last json c/t'],
+  [
+    'file',
+    'format',
+    'model',
+    'calls',
+    'skip',
+    'min in',
+    'max in',
+    'last chars',
+    'growth json c/t',
+    'growth text c/t',
+    'last json c/t',
+  ],
 ];
 for (const t of transcripts) {
   const inputs = t.calls.map((call) => call.inputTokens);

@@ -213,11 +213,7 @@ function parseClaudeCode(file: string, text: string): Transcript {
       const parts = convertClaudeAssistant(message.content, toolNames);
       const usage = isObject(message.usage) ? message.usage : undefined;
       const key =
-        typeof line.requestId === 'string'
-          ? line.requestId
-          : typeof message.id === 'string'
-            ? message.id
-            : undefined;
+        typeof line.requestId === 'string' ? line.requestId : typeof message.id === 'string' ? message.id : undefined;
 
       const synthetic = message.model === '<synthetic>';
       if (synthetic) {
@@ -249,9 +245,7 @@ function parseClaudeCode(file: string, text: string): Transcript {
         open.call.inputTokens = promptTokens(usage);
         if (typeof usage.output_tokens === 'number') open.call.outputTokens = usage.output_tokens;
       }
-    } catch {
-      continue; // an unexpected shape: skip the line
-    }
+    } catch {}
   }
   flush();
   return { file, format: 'claude-code', modelId: modelId ?? 'unknown', calls };
@@ -395,9 +389,7 @@ function bashTool(): ToolDefinition {
 function openAiText(content: unknown): string {
   if (typeof content === 'string') return content;
   if (Array.isArray(content)) {
-    return content
-      .map((part) => (isObject(part) && typeof part.text === 'string' ? part.text : ''))
-      .join('');
+    return content.map((part) => (isObject(part) && typeof part.text === 'string' ? part.text : '')).join('');
   }
   return '';
 }

@@ -17,7 +17,13 @@
 // compaction on a real model too.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
-import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4Content, LanguageModelV4GenerateResult, LanguageModelV4Prompt } from '@ai-sdk/provider';
+import type {
+  LanguageModelV4,
+  LanguageModelV4CallOptions,
+  LanguageModelV4Content,
+  LanguageModelV4GenerateResult,
+  LanguageModelV4Prompt,
+} from '@ai-sdk/provider';
 import { generateText, stepCountIs, tool, wrapLanguageModel } from 'ai';
 import { MockLanguageModelV4 } from 'ai/test';
 import { resolveModelInfo } from 'context-guard';
@@ -31,7 +37,8 @@ import { z } from 'zod';
 function findRepoRoot(from: string): string {
   for (let dir = resolve(from); ; dir = dirname(dir)) {
     try {
-      if ((JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: unknown }).name === 'context-guard') return dir;
+      if ((JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: unknown }).name === 'context-guard')
+        return dir;
     } catch {
       // no package.json here
     }
@@ -54,7 +61,9 @@ const n = (x: number) => Math.round(x).toLocaleString('en-US');
 const repoTools = {
   list_files: tool({
     description: 'List the files under a directory of the repository (recursively), with their sizes.',
-    inputSchema: z.object({ dir: z.string().describe('A directory relative to the repository root, e.g. "src" or "."') }),
+    inputSchema: z.object({
+      dir: z.string().describe('A directory relative to the repository root, e.g. "src" or "."'),
+    }),
     execute: async ({ dir }) => {
       const lines: string[] = [];
       const walk = (full: string) => {
@@ -79,7 +88,9 @@ const repoTools = {
       const text = readFileSync(inRepo(path), 'utf8');
       const chunk = text.slice(offset, offset + READ_LIMIT);
       const rest = text.length - offset - chunk.length;
-      return rest > 0 ? `${chunk}\n[... ${n(rest)} more characters: read_file with offset ${offset + chunk.length}]` : chunk;
+      return rest > 0
+        ? `${chunk}\n[... ${n(rest)} more characters: read_file with offset ${offset + chunk.length}]`
+        : chunk;
     },
   }),
 };
@@ -101,11 +112,23 @@ const script: Step[] = [
   { say: 'Pruning, its first step.', tool: 'read_file', input: { path: 'src/compaction/prune.ts' } },
   { say: 'How summaries are written.', tool: 'read_file', input: { path: 'src/compaction/summarize.ts' } },
   { say: 'Where the summary goes in the prompt.', tool: 'read_file', input: { path: 'src/compaction/placement.ts' } },
-  { say: 'The fallback when the summarizer fails.', tool: 'read_file', input: { path: 'src/compaction/mechanical.ts' } },
-  { say: 'How a summary is re-applied when the SDK resends the history.', tool: 'read_file', input: { path: 'src/compaction/memo.ts' } },
+  {
+    say: 'The fallback when the summarizer fails.',
+    tool: 'read_file',
+    input: { path: 'src/compaction/mechanical.ts' },
+  },
+  {
+    say: 'How a summary is re-applied when the SDK resends the history.',
+    tool: 'read_file',
+    input: { path: 'src/compaction/memo.ts' },
+  },
   { say: 'The per-session state.', tool: 'read_file', input: { path: 'src/state/session.ts' } },
   { say: 'The message model everything works on.', tool: 'read_file', input: { path: 'src/messages.ts' } },
-  { say: 'Where the window comes from when none is given.', tool: 'read_file', input: { path: 'src/tokens/windows.ts' } },
+  {
+    say: 'Where the window comes from when none is given.',
+    tool: 'read_file',
+    input: { path: 'src/tokens/windows.ts' },
+  },
   {
     say: 'I know the core now; compacting before I move on to the adapters.',
     tool: 'compact_context',
@@ -115,15 +138,23 @@ const script: Step[] = [
   { say: 'The middleware.', tool: 'read_file', input: { path: 'adapters/ai-sdk/middleware.ts' } },
   { say: 'How prompts are converted.', tool: 'read_file', input: { path: 'adapters/ai-sdk/convert.ts' } },
   { say: 'The compact tool I just used.', tool: 'read_file', input: { path: 'adapters/ai-sdk/compact-tool.ts' } },
-  { say: 'What happens when a provider rejects a prompt as too long.', tool: 'read_file', input: { path: 'adapters/ai-sdk/overflow.ts' } },
-  { say: 'Last, how the adapter tells conversations apart.', tool: 'read_file', input: { path: 'adapters/shared/session-id.ts' } },
+  {
+    say: 'What happens when a provider rejects a prompt as too long.',
+    tool: 'read_file',
+    input: { path: 'adapters/ai-sdk/overflow.ts' },
+  },
+  {
+    say: 'Last, how the adapter tells conversations apart.',
+    tool: 'read_file',
+    input: { path: 'adapters/shared/session-id.ts' },
+  },
 ];
 
 const FINAL_ANSWER = [
   'context-guard puts a guard in front of every model call.',
-  '- beforeModel (src/guard.ts) estimates the prompt: chars/4, calibrated by the provider\'s real counts (src/tokens/calibration.ts), anchored on the last real count.',
+  "- beforeModel (src/guard.ts) estimates the prompt: chars/4, calibrated by the provider's real counts (src/tokens/calibration.ts), anchored on the last real count.",
   '- Over the threshold (window - buffer, src/config.ts) it compacts (src/compaction/pipeline.ts): prune old tool outputs, summarize older turns, fall back to a mechanical digest, hard-fit.',
-  '- afterModel records the provider\'s total input tokens, so the next estimate starts from a real count.',
+  "- afterModel records the provider's total input tokens, so the next estimate starts from a real count.",
   '- The AI SDK adapter (adapters/ai-sdk/middleware.ts) runs both hooks as a language-model middleware, converts V4 prompts to guard messages and back, and retries once, compacted, on a context-length error.',
 ].join('\n');
 
@@ -139,13 +170,18 @@ function providerTokens(prompt: LanguageModelV4Prompt, tools: LanguageModelV4Cal
     for (const part of message.content) {
       if (part.type === 'text' || part.type === 'reasoning') chars += part.text.length;
       else if (part.type === 'tool-call') chars += part.toolName.length + JSON.stringify(part.input ?? {}).length;
-      else if (part.type === 'tool-result') chars += 'value' in part.output ? JSON.stringify(part.output.value).length : 0;
+      else if (part.type === 'tool-result')
+        chars += 'value' in part.output ? JSON.stringify(part.output.value).length : 0;
     }
   }
   return Math.ceil(chars / 4);
 }
 
-function result(content: LanguageModelV4Content[], inputTokens: number, finish: 'stop' | 'tool-calls'): LanguageModelV4GenerateResult {
+function result(
+  content: LanguageModelV4Content[],
+  inputTokens: number,
+  finish: 'stop' | 'tool-calls',
+): LanguageModelV4GenerateResult {
   const outputTokens = Math.ceil(JSON.stringify(content).length / 4);
   return {
     content,
@@ -211,11 +247,16 @@ function notesOn(prompt: LanguageModelV4Prompt): string | undefined {
   if (part?.type !== 'tool-result' || part.toolName !== 'read_file' || part.output.type !== 'text') return undefined;
   const comment = part.output.value
     .split('\n')
-    .filter((line, i, lines) => /^\s*(\/\/|\*|\/\*\*)/.test(line) && lines.slice(0, i).every((l) => /^\s*(\/\/|\*|\/\*\*)/.test(l)))
+    .filter(
+      (line, i, lines) =>
+        /^\s*(\/\/|\*|\/\*\*)/.test(line) && lines.slice(0, i).every((l) => /^\s*(\/\/|\*|\/\*\*)/.test(l)),
+    )
     .map((line) => line.replace(/^\s*(\/\/|\/\*\*|\*\/?)\s?/, '').replace(/\s*\*\/\s*$/, ''))
     .join(' ')
     .trim();
-  const exports = [...part.output.value.matchAll(/^export (?:async )?(?:function|const|class|interface|type) .*$/gm)].map((m) => `- ${m[0].slice(7, 127)}`);
+  const exports = [
+    ...part.output.value.matchAll(/^export (?:async )?(?:function|const|class|interface|type) .*$/gm),
+  ].map((m) => `- ${m[0].slice(7, 127)}`);
   const notes = [comment && `Notes: ${comment.slice(0, 800)}`, ...exports];
   return notes.some(Boolean) ? notes.filter(Boolean).join('\n') : undefined;
 }
@@ -231,7 +272,10 @@ const mock = new MockLanguageModelV4({
     const first = prompt[0];
     // The guard's summary request: its instructions start "You write the working memory of an AI agent."
     if (first?.role === 'system' && first.content.includes('working memory')) {
-      const request = prompt.flatMap((m) => (m.role === 'user' ? m.content : [])).map((p) => (p.type === 'text' ? p.text : '')).join('\n');
+      const request = prompt
+        .flatMap((m) => (m.role === 'user' ? m.content : []))
+        .map((p) => (p.type === 'text' ? p.text : ''))
+        .join('\n');
       return result([{ type: 'text', text: writeSummary(first.content, request) }], tokens, 'stop');
     }
     largestPrompt = Math.max(largestPrompt, tokens);
@@ -281,9 +325,12 @@ const middleware = contextGuardMiddleware({
     if (e.type === 'compaction-end') {
       compactions++;
       if (e.summary) lastSummary = e.summary;
-      console.log(`  context compacted ${k(e.tokensBefore)} -> ${k(e.tokensAfter)} tokens (${e.strategy}${e.reason === 'manual' ? ', asked for by the model' : ''})`);
+      console.log(
+        `  context compacted ${k(e.tokensBefore)} -> ${k(e.tokensAfter)} tokens (${e.strategy}${e.reason === 'manual' ? ', asked for by the model' : ''})`,
+      );
     }
-    if (e.type === 'summarizer-failed') console.log(`  summarizer failed (${e.reason}): the mechanical digest was used`);
+    if (e.type === 'summarizer-failed')
+      console.log(`  summarizer failed (${e.reason}): the mechanical digest was used`);
     if (e.type === 'overflow') console.log('  overflow: only the system prompt and the request fit');
     if (e.type === 'config-error') console.log(`  ${e.message}`);
     if (e.type === 'error') console.log(`  context-guard error (${e.stage}):`, e.error);
@@ -298,7 +345,9 @@ function describeStep(toolCalls: ReadonlyArray<{ toolName: string; input: unknow
   return toolCalls
     .map(({ toolName, input }) => {
       const i = (input ?? {}) as { path?: string; dir?: string; offset?: number; focus?: string };
-      const arg = i.path ? `${i.path}${i.offset ? ` @${i.offset}` : ''}` : i.dir ?? (i.focus ? JSON.stringify(i.focus) : '');
+      const arg = i.path
+        ? `${i.path}${i.offset ? ` @${i.offset}` : ''}`
+        : (i.dir ?? (i.focus ? JSON.stringify(i.focus) : ''));
       return `${toolName} ${arg}`.trim();
     })
     .join(', ');
@@ -316,7 +365,8 @@ const answer = await generateText({
   instructions:
     'You are a code-reading agent. Use list_files and read_file to study the repository, then answer. ' +
     'Call compact_context when you finish one part of the work and start another.',
-  prompt: 'Explain the architecture of context-guard: how an estimate, a compaction decision and a compaction happen. Cite the files.',
+  prompt:
+    'Explain the architecture of context-guard: how an estimate, a compaction decision and a compaction happen. Cite the files.',
   tools: { ...repoTools, compact_context: compactTool(middleware) },
   stopWhen: stepCountIs(offline ? script.length + 2 : 30),
   providerOptions: { contextGuard: { sessionId } },
@@ -332,9 +382,13 @@ console.log(`\n${answer.text}\n`);
 console.log(`${answer.steps.length} steps, ${compactions} compactions.`);
 if (offline) {
   const summarizerCalls = mock.doGenerateCalls.length - answer.steps.length;
-  console.log(`Largest prompt the model received: ${n(largestPrompt)} tokens (window ${n(contextWindow ?? 0)}); summarizer calls: ${summarizerCalls}.`);
+  console.log(
+    `Largest prompt the model received: ${n(largestPrompt)} tokens (window ${n(contextWindow ?? 0)}); summarizer calls: ${summarizerCalls}.`,
+  );
 }
 if (lastSummary) {
   const lines = lastSummary.split('\n');
-  console.log(`\nThe latest summary (${lines.length} lines):\n${lines.slice(0, 14).join('\n')}${lines.length > 14 ? '\n...' : ''}`);
+  console.log(
+    `\nThe latest summary (${lines.length} lines):\n${lines.slice(0, 14).join('\n')}${lines.length > 14 ? '\n...' : ''}`,
+  );
 }

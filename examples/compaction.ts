@@ -9,7 +9,13 @@
 //           re-applied without calling the summarizer, and the compacted prefix is byte-identical.
 // No usage is fed back with afterModel here, so every estimate is chars / 4 × 1.5 (the default
 // correction); see examples/quickstart.ts for the full loop.
-import { createContextGuard, SUMMARY_SECTIONS, type GuardMessage, type SummarizerInput, type ToolResultOutput } from 'context-guard';
+import {
+  createContextGuard,
+  SUMMARY_SECTIONS,
+  type GuardMessage,
+  type SummarizerInput,
+  type ToolResultOutput,
+} from 'context-guard';
 
 // ---------------------------------------------------------------------------------------------
 // A stand-in summarizer. A real one sends `instructions` as the system prompt and `prompt` as the
@@ -64,7 +70,8 @@ function summarizer({ messages, previousSummary }: SummarizerInput): string {
           calls.set(p.toolCallId, found.get('Tool history')?.length ?? 0);
           add('Tool history', `${p.toolName} ${clip(JSON.stringify(p.input ?? {}), 60)}`);
           const path = (p.input as { path?: unknown } | undefined)?.path;
-          if (typeof path === 'string') files.set(path, (files.get(path) ?? new Set()).add(p.toolName === 'read_file' ? 'read' : 'edited'));
+          if (typeof path === 'string')
+            files.set(path, (files.get(path) ?? new Set()).add(p.toolName === 'read_file' ? 'read' : 'edited'));
         }
       }
     }
@@ -112,14 +119,28 @@ const guard = createContextGuard({
 // The conversation: a system prompt, a first request, tool steps with large outputs, some chat.
 // ---------------------------------------------------------------------------------------------
 const tools = [
-  { name: 'read_file', description: 'Read a file', inputSchema: { type: 'object', properties: { path: { type: 'string' } } } },
-  { name: 'edit_file', description: 'Replace text in a file', inputSchema: { type: 'object', properties: { path: { type: 'string' }, old: { type: 'string' }, new: { type: 'string' } } } },
+  {
+    name: 'read_file',
+    description: 'Read a file',
+    inputSchema: { type: 'object', properties: { path: { type: 'string' } } },
+  },
+  {
+    name: 'edit_file',
+    description: 'Replace text in a file',
+    inputSchema: {
+      type: 'object',
+      properties: { path: { type: 'string' }, old: { type: 'string' }, new: { type: 'string' } },
+    },
+  },
   { name: 'run_tests', description: 'Run the test suite', inputSchema: { type: 'object', properties: {} } },
 ];
 
 /** A file's content: `lines` lines of plausible code. */
 function source(name: string, lines: number): string {
-  return Array.from({ length: lines }, (_, i) => `export function ${name}${i}(input: string): number { return input.length + ${i}; }`).join('\n');
+  return Array.from(
+    { length: lines },
+    (_, i) => `export function ${name}${i}(input: string): number { return input.length + ${i}; }`,
+  ).join('\n');
 }
 
 let step = 0;
@@ -127,7 +148,17 @@ function toolStep(toolName: string, input: Record<string, unknown>, output: stri
   const toolCallId = `call-${++step}`;
   return [
     { role: 'assistant', content: [{ type: 'tool-call', toolCallId, toolName, input }] },
-    { role: 'tool', content: [{ type: 'tool-result', toolCallId, toolName, output: error ? { type: 'error-text', value: output } : { type: 'text', value: output } }] },
+    {
+      role: 'tool',
+      content: [
+        {
+          type: 'tool-result',
+          toolCallId,
+          toolName,
+          output: error ? { type: 'error-text', value: output } : { type: 'text', value: output },
+        },
+      ],
+    },
   ];
 }
 
@@ -148,16 +179,30 @@ const analysis =
 
 let history: GuardMessage[] = [
   { role: 'system', content: 'You are a coding agent. Use the tools to read, edit and test code.' },
-  { role: 'user', content: 'The date parser in src/date.ts fails on ISO week dates. Find the bug, fix it and run the tests.' },
+  {
+    role: 'user',
+    content: 'The date parser in src/date.ts fails on ISO week dates. Find the bug, fix it and run the tests.',
+  },
   ...toolStep('read_file', { path: 'src/date.ts' }, source('parseDate', 60)),
   ...toolStep('read_file', { path: 'test/date.test.ts' }, source('testWeek', 36)),
   ...toolStep('read_file', { path: 'src/calendar.ts' }, source('calendarDay', 40)),
   ...toolStep('run_tests', {}, ciLog, true),
   say(analysis.repeat(8).trim()),
-  { role: 'user', content: 'Keep the public API unchanged; do not touch src/index.ts. Fix the helper, not each caller.' },
-  say('Plan: 1. add isoWeekOne(year) to src/date.ts; 2. use it in parseIsoWeek(); 3. run the tests; 4. check weekOf() in src/week.ts. '.repeat(16).trim()),
+  {
+    role: 'user',
+    content: 'Keep the public API unchanged; do not touch src/index.ts. Fix the helper, not each caller.',
+  },
+  say(
+    'Plan: 1. add isoWeekOne(year) to src/date.ts; 2. use it in parseIsoWeek(); 3. run the tests; 4. check weekOf() in src/week.ts. '
+      .repeat(16)
+      .trim(),
+  ),
   ...toolStep('read_file', { path: 'src/week.ts' }, source('weekOf', 32)),
-  ...toolStep('edit_file', { path: 'src/date.ts', old: 'const jan1 = ', new: 'const jan4 = ' }, 'Edited src/date.ts (1 replacement).'),
+  ...toolStep(
+    'edit_file',
+    { path: 'src/date.ts', old: 'const jan1 = ', new: 'const jan4 = ' },
+    'Edited src/date.ts (1 replacement).',
+  ),
   ...toolStep('run_tests', {}, 'PASS test/date.test.ts (12 tests)'),
   say('Fixed: week 1 now follows the first-Thursday rule and all 12 tests pass.'),
   { role: 'user', content: 'Good. Now also accept week dates without dashes, like 2021W011.' },
@@ -170,17 +215,26 @@ const n = (x: number) => Math.round(x).toLocaleString('en-US');
 
 /** A message's text: its string content, or its text parts joined ('' when it has none). */
 const textOf = (m: GuardMessage | undefined): string =>
-  m === undefined ? '' : typeof m.content === 'string' ? m.content : m.content.map((p) => (p.type === 'text' ? p.text : '')).join('');
+  m === undefined
+    ? ''
+    : typeof m.content === 'string'
+      ? m.content
+      : m.content.map((p) => (p.type === 'text' ? p.text : '')).join('');
 
 function describe(m: GuardMessage): string {
-  if (typeof m.content === 'string') return `${n(m.content.length).padStart(5)} chars  ${JSON.stringify(clip(m.content, 44))}`;
+  if (typeof m.content === 'string')
+    return `${n(m.content.length).padStart(5)} chars  ${JSON.stringify(clip(m.content, 44))}`;
   return m.content
     .map((p) => {
       if (p.type === 'text') return `${n(p.text.length).padStart(5)} chars  text`;
       if (p.type === 'tool-call') return `            call ${p.toolName}(${clip(JSON.stringify(p.input ?? {}), 40)})`;
       if (p.type === 'tool-result') {
         const value = outputText(p.output);
-        const kind = value.startsWith('[Output of tool') ? 'placeholder' : value.includes(' characters omitted ...]') ? 'truncated' : p.output.type;
+        const kind = value.startsWith('[Output of tool')
+          ? 'placeholder'
+          : value.includes(' characters omitted ...]')
+            ? 'truncated'
+            : p.output.type;
         return `${n(value.length).padStart(5)} chars  ${p.toolName} result (${kind})`;
       }
       return p.type;
@@ -189,7 +243,8 @@ function describe(m: GuardMessage): string {
 }
 
 function list(messages: readonly GuardMessage[], from = 0): void {
-  for (let i = from; i < messages.length; i++) console.log(`  ${String(i).padStart(2)} ${messages[i]!.role.padEnd(9)} ${describe(messages[i]!)}`);
+  for (let i = from; i < messages.length; i++)
+    console.log(`  ${String(i).padStart(2)} ${messages[i]!.role.padEnd(9)} ${describe(messages[i]!)}`);
 }
 
 let shown = 0;
@@ -197,20 +252,30 @@ async function call(label: string, messages: GuardMessage[]): Promise<GuardMessa
   const r = await guard.beforeModel({ sessionId: 'demo', messages, tools });
   const c = r.compaction;
   console.log(`${shown > 0 ? '\n' : ''}=== ${label} ===`);
-  console.log(`BEFORE: ${messages.length} messages${c ? `, ~${n(c.tokensBefore)} tokens (threshold ${n(r.threshold)})` : ''}`);
+  console.log(
+    `BEFORE: ${messages.length} messages${c ? `, ~${n(c.tokensBefore)} tokens (threshold ${n(r.threshold)})` : ''}`,
+  );
   if (shown > 0) console.log(`   0-${shown - 1}  as in the previous call, then:`);
   list(messages, shown);
   shown = messages.length;
   if (!c) {
-    console.log(`AFTER: no new compaction (r.compaction not set); ${r.messages.length} messages, ~${n(r.tokens)} tokens`);
+    console.log(
+      `AFTER: no new compaction (r.compaction not set); ${r.messages.length} messages, ~${n(r.tokens)} tokens`,
+    );
     return r.messages;
   }
   console.log(`AFTER: ${r.messages.length} messages, ~${n(r.tokens)} tokens`);
   list(r.messages);
   console.log(`r.compaction: reason=${c.reason} strategy=${c.strategy} steps=[${c.steps.join(', ')}]`);
-  console.log(`  tokensBefore=${c.tokensBefore} tokensAfter=${c.tokensAfter} target=${c.target} messagesBefore=${c.messagesBefore} messagesAfter=${c.messagesAfter}`);
-  console.log(`  summarizedMessages=${c.summarizedMessages} splitTurn=${c.splitTurn} prunedToolResults=${c.prunedToolResults} truncatedToolResults=${c.truncatedToolResults}`);
-  console.log(`  summarizerCalls=${c.summarizerCalls} summarizerInputTokens=${c.summarizerInputTokens} summaryTokens=${c.summaryTokens} overflow=${c.overflow}`);
+  console.log(
+    `  tokensBefore=${c.tokensBefore} tokensAfter=${c.tokensAfter} target=${c.target} messagesBefore=${c.messagesBefore} messagesAfter=${c.messagesAfter}`,
+  );
+  console.log(
+    `  summarizedMessages=${c.summarizedMessages} splitTurn=${c.splitTurn} prunedToolResults=${c.prunedToolResults} truncatedToolResults=${c.truncatedToolResults}`,
+  );
+  console.log(
+    `  summarizerCalls=${c.summarizerCalls} summarizerInputTokens=${c.summarizerInputTokens} summaryTokens=${c.summaryTokens} overflow=${c.overflow}`,
+  );
   return r.messages;
 }
 
@@ -222,14 +287,19 @@ await call('call 1', history);
 // not reach the target, so the older part (and the start of the latest turn) is summarized.
 history = [
   ...history,
-  say('To accept 2021W011 the pattern needs an optional dash between year and week and between week and day; parse.ts builds the pattern, format.ts prints it back. '.repeat(8).trim()),
+  say(
+    'To accept 2021W011 the pattern needs an optional dash between year and week and between week and day; parse.ts builds the pattern, format.ts prints it back. '
+      .repeat(8)
+      .trim(),
+  ),
   { role: 'user', content: 'Yes, but reject mixed forms such as 2021W01-1: either both dashes or none.' },
   ...toolStep('read_file', { path: 'src/parse.ts' }, source('parseCompact', 28)),
   ...toolStep('read_file', { path: 'src/format.ts' }, source('formatWeek', 28)),
   ...toolStep('read_file', { path: 'src/iso.ts' }, source('isoYear', 28)),
 ];
 const sent2 = await call('call 2', history);
-const written = (opening: string) => textOf(sent2.find((m) => m.role === 'user' && textOf(m).startsWith(opening))) || 'none';
+const written = (opening: string) =>
+  textOf(sent2.find((m) => m.role === 'user' && textOf(m).startsWith(opening))) || 'none';
 console.log('\nThe summary message of call 2, as sent:\n');
 console.log(written('[Context Summary]'));
 console.log('\nThe continuation message after it:\n');
@@ -239,4 +309,6 @@ console.log(written('[Continue]'));
 history = [...history, say('Both forms will go through one regular expression in src/parse.ts.')];
 const sent3 = await call('call 3', history);
 const prefix = (ms: GuardMessage[]) => JSON.stringify(ms.slice(0, sent2.length));
-console.log(`compacted prefix byte-identical to call 2: ${prefix(sent3) === prefix(sent2)}; summarizer calls in all: ${summarizerCalls}`);
+console.log(
+  `compacted prefix byte-identical to call 2: ${prefix(sent3) === prefix(sent2)}; summarizer calls in all: ${summarizerCalls}`,
+);

@@ -22,7 +22,11 @@ import { dirname, join, relative, resolve, sep } from 'node:path';
 import { BaseCallbackHandler } from '@langchain/core/callbacks/base';
 import type { CallbackManagerForLLMRun } from '@langchain/core/callbacks/manager';
 import type { BaseLanguageModelInput } from '@langchain/core/language_models/base';
-import { BaseChatModel, type BaseChatModelCallOptions, type BindToolsInput } from '@langchain/core/language_models/chat_models';
+import {
+  BaseChatModel,
+  type BaseChatModelCallOptions,
+  type BindToolsInput,
+} from '@langchain/core/language_models/chat_models';
 import type { ChatResult } from '@langchain/core/outputs';
 import type { Runnable } from '@langchain/core/runnables';
 import { convertToOpenAITool } from '@langchain/core/utils/function_calling';
@@ -50,7 +54,8 @@ import { z } from 'zod';
 function findRepoRoot(from: string): string {
   for (let dir = resolve(from); ; dir = dirname(dir)) {
     try {
-      if ((JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: unknown }).name === 'context-guard') return dir;
+      if ((JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: unknown }).name === 'context-guard')
+        return dir;
     } catch {
       // no package.json here
     }
@@ -96,7 +101,9 @@ const readFile = tool(
     const text = readFileSync(inRepo(path), 'utf8');
     const chunk = text.slice(offset, offset + READ_LIMIT);
     const rest = text.length - offset - chunk.length;
-    return rest > 0 ? `${chunk}\n[... ${n(rest)} more characters: read_file with offset ${offset + chunk.length}]` : chunk;
+    return rest > 0
+      ? `${chunk}\n[... ${n(rest)} more characters: read_file with offset ${offset + chunk.length}]`
+      : chunk;
   },
   {
     name: 'read_file',
@@ -127,7 +134,11 @@ const script: Step[] = [
   { say: 'The fallback when the summarizer fails.', tool: 'read_file', args: { path: 'src/compaction/mechanical.ts' } },
   { say: 'The per-session state.', tool: 'read_file', args: { path: 'src/state/session.ts' } },
   { say: 'The message model everything works on.', tool: 'read_file', args: { path: 'src/messages.ts' } },
-  { say: 'Where the window comes from when none is given.', tool: 'read_file', args: { path: 'src/tokens/windows.ts' } },
+  {
+    say: 'Where the window comes from when none is given.',
+    tool: 'read_file',
+    args: { path: 'src/tokens/windows.ts' },
+  },
   {
     say: 'I know the core now; compacting before I move on to the LangChain adapter.',
     tool: 'compact_context',
@@ -135,10 +146,26 @@ const script: Step[] = [
   },
   { say: 'On to the LangChain adapter.', tool: 'list_files', args: { dir: 'adapters/langchain' } },
   { say: 'Its entry point.', tool: 'read_file', args: { path: 'adapters/langchain/index.ts' } },
-  { say: 'The createAgent middleware this agent runs under.', tool: 'read_file', args: { path: 'adapters/langchain/agent-middleware.ts' } },
-  { say: 'How BaseMessages become guard messages.', tool: 'read_file', args: { path: 'adapters/langchain/convert.ts' } },
-  { say: 'The guarded chat model for hand-written loops.', tool: 'read_file', args: { path: 'adapters/langchain/with-context-guard.ts' } },
-  { say: 'How real usage is recorded outside an agent.', tool: 'read_file', args: { path: 'adapters/langchain/callback-handler.ts' } },
+  {
+    say: 'The createAgent middleware this agent runs under.',
+    tool: 'read_file',
+    args: { path: 'adapters/langchain/agent-middleware.ts' },
+  },
+  {
+    say: 'How BaseMessages become guard messages.',
+    tool: 'read_file',
+    args: { path: 'adapters/langchain/convert.ts' },
+  },
+  {
+    say: 'The guarded chat model for hand-written loops.',
+    tool: 'read_file',
+    args: { path: 'adapters/langchain/with-context-guard.ts' },
+  },
+  {
+    say: 'How real usage is recorded outside an agent.',
+    tool: 'read_file',
+    args: { path: 'adapters/langchain/callback-handler.ts' },
+  },
   { say: 'Last, the summarizer helper.', tool: 'read_file', args: { path: 'adapters/langchain/summarizer.ts' } },
 ];
 
@@ -150,7 +177,8 @@ const FINAL_ANSWER = [
   "- In LangChain (adapters/langchain/agent-middleware.ts) the middleware rewrites the agent's state with the compacted history, fits each request with its system message and tools counted, and records usage_metadata after each call.",
 ].join('\n');
 
-const FOLLOW_UP_ANSWER = 'adapters/langchain/agent-middleware.ts: its beforeModel hook returns RemoveMessage(all) followed by the summary and the kept messages.';
+const FOLLOW_UP_ANSWER =
+  'adapters/langchain/agent-middleware.ts: its beforeModel hook returns RemoveMessage(all) followed by the summary and the kept messages.';
 
 /** Characters of a message as a provider would see them: its text, plus its tool calls. */
 function messageChars(message: BaseMessage): number {
@@ -171,7 +199,14 @@ class SummaryRunTracker extends BaseCallbackHandler {
   override awaitHandlers = true; // noted before the model's _generate runs
   readonly runIds = new Set<string>();
 
-  override handleChatModelStart(_llm: unknown, _messages: BaseMessage[][], runId: string, _parentRunId?: string, _extra?: unknown, tags?: string[]): void {
+  override handleChatModelStart(
+    _llm: unknown,
+    _messages: BaseMessage[][],
+    runId: string,
+    _parentRunId?: string,
+    _extra?: unknown,
+    tags?: string[],
+  ): void {
     if (tags?.includes(SUMMARIZER_TAG)) this.runIds.add(runId);
   }
 }
@@ -249,14 +284,20 @@ function writeSummary(instructions: string, request: string): string {
  */
 function notesOn(messages: BaseMessage[]): string | undefined {
   const last = messages.at(-1);
-  if (!last || !ToolMessage.isInstance(last) || last.name !== 'read_file' || typeof last.content !== 'string') return undefined;
+  if (!last || !ToolMessage.isInstance(last) || last.name !== 'read_file' || typeof last.content !== 'string')
+    return undefined;
   const comment = last.content
     .split('\n')
-    .filter((line, i, lines) => /^\s*(\/\/|\*|\/\*\*)/.test(line) && lines.slice(0, i).every((l) => /^\s*(\/\/|\*|\/\*\*)/.test(l)))
+    .filter(
+      (line, i, lines) =>
+        /^\s*(\/\/|\*|\/\*\*)/.test(line) && lines.slice(0, i).every((l) => /^\s*(\/\/|\*|\/\*\*)/.test(l)),
+    )
     .map((line) => line.replace(/^\s*(\/\/|\/\*\*|\*\/?)\s?/, '').replace(/\s*\*\/\s*$/, ''))
     .join(' ')
     .trim();
-  const exports = [...last.content.matchAll(/^export (?:async )?(?:function|const|class|interface|type) .*$/gm)].map((m) => `- ${m[0].slice(7, 127)}`);
+  const exports = [...last.content.matchAll(/^export (?:async )?(?:function|const|class|interface|type) .*$/gm)].map(
+    (m) => `- ${m[0].slice(7, 127)}`,
+  );
   const notes = [comment && `Notes: ${comment.slice(0, 800)}`, ...exports];
   return notes.some(Boolean) ? notes.filter(Boolean).join('\n') : undefined;
 }
@@ -283,27 +324,50 @@ class ScriptedChatModel extends BaseChatModel<ScriptedCallOptions> {
   }
 
   // createAgent binds the agent's tools; they are the call's `tools` option.
-  override bindTools(tools: BindToolsInput[], kwargs?: Partial<ScriptedCallOptions>): Runnable<BaseLanguageModelInput, AIMessageChunk, ScriptedCallOptions> {
+  override bindTools(
+    tools: BindToolsInput[],
+    kwargs?: Partial<ScriptedCallOptions>,
+  ): Runnable<BaseLanguageModelInput, AIMessageChunk, ScriptedCallOptions> {
     return this.withConfig({ ...kwargs, tools });
   }
 
-  async _generate(messages: BaseMessage[], options: this['ParsedCallOptions'], runManager?: CallbackManagerForLLMRun): Promise<ChatResult> {
+  async _generate(
+    messages: BaseMessage[],
+    options: this['ParsedCallOptions'],
+    runManager?: CallbackManagerForLLMRun,
+  ): Promise<ChatResult> {
     const inputTokens = providerTokens(messages, options.tools);
     const reply = this.reply(messages, runManager, inputTokens);
     const outputTokens = Math.ceil((reply.text.length + JSON.stringify(reply.tool_calls ?? []).length) / 4);
     const message = new AIMessage({
       content: reply.content,
       tool_calls: reply.tool_calls ?? [],
-      usage_metadata: { input_tokens: inputTokens, output_tokens: outputTokens, total_tokens: inputTokens + outputTokens },
+      usage_metadata: {
+        input_tokens: inputTokens,
+        output_tokens: outputTokens,
+        total_tokens: inputTokens + outputTokens,
+      },
       response_metadata: { model_name: this.model, finish_reason: reply.tool_calls?.length ? 'tool_calls' : 'stop' },
     });
     return { generations: [{ text: message.text, message }] };
   }
 
-  private reply(messages: BaseMessage[], runManager: CallbackManagerForLLMRun | undefined, inputTokens: number): AIMessage {
+  private reply(
+    messages: BaseMessage[],
+    runManager: CallbackManagerForLLMRun | undefined,
+    inputTokens: number,
+  ): AIMessage {
     if (isSummaryRequest(messages, runManager !== undefined && this.summaryRuns.runIds.delete(runManager.runId))) {
       this.summaryRequests++;
-      return new AIMessage(writeSummary(messages[0]?.text ?? '', messages.slice(1).map((m) => m.text).join('\n')));
+      return new AIMessage(
+        writeSummary(
+          messages[0]?.text ?? '',
+          messages
+            .slice(1)
+            .map((m) => m.text)
+            .join('\n'),
+        ),
+      );
     }
     this.largestPrompt = Math.max(this.largestPrompt, inputTokens);
     const step = script[this.step];
@@ -331,7 +395,11 @@ async function pickModel(): Promise<{ model: BaseChatModel; id: string; label: s
     const id = process.env.ANTHROPIC_MODEL ?? 'claude-haiku-4-5';
     return { model: new ChatAnthropic({ model: id }), id, label: `Anthropic ${id}` };
   }
-  return { model: new ScriptedChatModel(), id: 'scripted-agent', label: 'scripted chat model (offline; set OPENAI_API_KEY or ANTHROPIC_API_KEY for a real one)' };
+  return {
+    model: new ScriptedChatModel(),
+    id: 'scripted-agent',
+    label: 'scripted chat model (offline; set OPENAI_API_KEY or ANTHROPIC_API_KEY for a real one)',
+  };
 }
 
 const { model, id, label } = await pickModel();
@@ -347,9 +415,12 @@ const guarded = contextGuardMiddleware({
   onEvent: (e) => {
     if (e.type === 'compaction-end') {
       compactions++;
-      console.log(`  context compacted ${k(e.tokensBefore)} -> ${k(e.tokensAfter)} tokens (${e.strategy}${e.reason === 'manual' ? ', asked for by the model' : ''})`);
+      console.log(
+        `  context compacted ${k(e.tokensBefore)} -> ${k(e.tokensAfter)} tokens (${e.strategy}${e.reason === 'manual' ? ', asked for by the model' : ''})`,
+      );
     }
-    if (e.type === 'summarizer-failed') console.log(`  summarizer failed (${e.reason}): the mechanical digest was used`);
+    if (e.type === 'summarizer-failed')
+      console.log(`  summarizer failed (${e.reason}): the mechanical digest was used`);
     if (e.type === 'overflow') console.log('  overflow: only the system prompt and the request fit');
     if (e.type === 'config-error') console.log(`  ${e.message}`);
     if (e.type === 'error') console.log(`  context-guard error (${e.stage}):`, e.error);
@@ -364,7 +435,9 @@ function describe(message: AIMessage): string {
   return calls
     .map(({ name, args }) => {
       const a = args as { path?: string; dir?: string; offset?: number; focus?: string };
-      const arg = a.path ? `${a.path}${a.offset ? ` @${a.offset}` : ''}` : a.dir ?? (a.focus ? JSON.stringify(a.focus) : '');
+      const arg = a.path
+        ? `${a.path}${a.offset ? ` @${a.offset}` : ''}`
+        : (a.dir ?? (a.focus ? JSON.stringify(a.focus) : ''));
       return `${name} ${arg}`.trim();
     })
     .join(', ');
@@ -395,7 +468,11 @@ const agent = createAgent({
   systemPrompt:
     'You are a code-reading agent. Use list_files and read_file to study the repository, then answer. ' +
     'Call compact_context when you finish one part of the work and start another.',
-  middleware: [guarded, statusLine, modelCallLimitMiddleware({ runLimit: scripted ? script.length + 2 : 30, exitBehavior: 'end' })],
+  middleware: [
+    guarded,
+    statusLine,
+    modelCallLimitMiddleware({ runLimit: scripted ? script.length + 2 : 30, exitBehavior: 'end' }),
+  ],
   checkpointer,
 });
 const config = { configurable: { thread_id: threadId }, recursionLimit: 500 };
@@ -408,7 +485,13 @@ console.log(
 );
 
 const result = await agent.invoke(
-  { messages: [new HumanMessage('Explain the architecture of context-guard: how an estimate, a compaction decision and a compaction happen. Cite the files.')] },
+  {
+    messages: [
+      new HumanMessage(
+        'Explain the architecture of context-guard: how an estimate, a compaction decision and a compaction happen. Cite the files.',
+      ),
+    ],
+  },
   config,
 );
 producedMessages += 1; // the user's request
@@ -416,20 +499,32 @@ producedMessages += 1; // the user's request
 console.log(`\n${result.messages.at(-1)?.text ?? ''}\n`);
 console.log(`${modelCalls} model calls, ${compactions} compactions.`);
 if (scripted) {
-  console.log(`Largest prompt the model received: ${n(scripted.largestPrompt)} tokens (window ${n(contextWindow ?? 0)}); summarizer calls: ${scripted.summaryRequests}.`);
+  console.log(
+    `Largest prompt the model received: ${n(scripted.largestPrompt)} tokens (window ${n(contextWindow ?? 0)}); summarizer calls: ${scripted.summaryRequests}.`,
+  );
 }
 
 // The thread's checkpoint holds what the model saw: the compacted history, not the whole conversation.
 const snapshot = await agent.graph.getState(config);
 const stored = (snapshot.values as { messages: BaseMessage[] }).messages;
-console.log(`\nThe checkpoint of thread "${threadId}" holds ${stored.length} messages (the conversation produced ${producedMessages}).`);
+console.log(
+  `\nThe checkpoint of thread "${threadId}" holds ${stored.length} messages (the conversation produced ${producedMessages}).`,
+);
 const summary = stored.find((m) => HumanMessage.isInstance(m) && m.text.startsWith('[Context Summary]'));
 if (summary) {
   const lines = summary.text.split('\n');
-  console.log(`Its summary message (${lines.length} lines) begins:\n${lines.slice(0, 10).map((l) => `  ${l}`).join('\n')}\n  ...`);
+  console.log(
+    `Its summary message (${lines.length} lines) begins:\n${lines
+      .slice(0, 10)
+      .map((l) => `  ${l}`)
+      .join('\n')}\n  ...`,
+  );
 }
 
 // A later turn of the same thread starts from the checkpoint: the compacted history and the question.
 console.log('\nFollow-up on the same thread:');
-const followUp = await agent.invoke({ messages: [new HumanMessage('Which file shows how the createAgent middleware rewrites the state?')] }, config);
+const followUp = await agent.invoke(
+  { messages: [new HumanMessage('Which file shows how the createAgent middleware rewrites the state?')] },
+  config,
+);
 console.log(followUp.messages.at(-1)?.text ?? '');

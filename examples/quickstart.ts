@@ -7,17 +7,26 @@ const guard = createContextGuard({
   contextWindow: 32_000,
   onEvent: (e) => {
     if (e.type === 'warning') console.log(`  warning: context at ${Math.round(e.fraction * 100)}%`);
-    if (e.type === 'usage-recorded') console.log(`  estimate was ${(e.relativeError * 100).toFixed(1)}% off the real count`);
+    if (e.type === 'usage-recorded')
+      console.log(`  estimate was ${(e.relativeError * 100).toFixed(1)}% off the real count`);
   },
 });
 
-const tools = [{ name: 'read_file', description: 'Read a file', inputSchema: { type: 'object', properties: { path: { type: 'string' } } } }];
+const tools = [
+  {
+    name: 'read_file',
+    description: 'Read a file',
+    inputSchema: { type: 'object', properties: { path: { type: 'string' } } },
+  },
+];
 
 function fakeModel(messages: GuardMessage[], step: number) {
   const chars = JSON.stringify(messages).length + JSON.stringify(tools).length;
   const response: GuardMessage = {
     role: 'assistant',
-    content: [{ type: 'tool-call', toolCallId: `call-${step}`, toolName: 'read_file', input: { path: `src/file-${step}.ts` } }],
+    content: [
+      { type: 'tool-call', toolCallId: `call-${step}`, toolName: 'read_file', input: { path: `src/file-${step}.ts` } },
+    ],
   };
   return { response, usage: { inputTokens: 2_000 + Math.round(chars / 3), outputTokens: 25 } };
 }
@@ -34,7 +43,14 @@ for (let step = 0; step < 8; step++) {
   await guard.afterModel({ sessionId: 'demo', usage });
   const result: GuardMessage = {
     role: 'tool',
-    content: [{ type: 'tool-result', toolCallId: `call-${step}`, toolName: 'read_file', output: { type: 'text', value: 'export const x = 1;\n'.repeat(150) } }],
+    content: [
+      {
+        type: 'tool-result',
+        toolCallId: `call-${step}`,
+        toolName: 'read_file',
+        output: { type: 'text', value: 'export const x = 1;\n'.repeat(150) },
+      },
+    ],
   };
   messages = [...messages, response, result];
 }

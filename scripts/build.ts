@@ -11,4 +11,4 @@ for (const project of ['tsconfig.build.json', 'tsconfig.cjs.json']) {
 }
 // The package is `type: module`; this marker makes Node (and TypeScript) read dist/cjs as CommonJS.
 mkdirSync('dist/cjs', { recursive: true });
-writeFileSync('dist/cjs/package.json', JSON.stringify({ type: 'commonjs' }) + '\n');
+writeFileSync('dist/cjs/package.json', `${JSON.stringify({ type: 'commonjs' })}\n`);

@@ -44,7 +44,8 @@ export function contextWindowFor(
 ): number | undefined {
   if (options.contextWindow !== undefined) return options.contextWindow;
   const { modelId } = query;
-  if (modelId && matchingOverride(modelId, options.models) !== undefined) return resolveModelInfo(modelId, options.models)?.contextWindow;
+  if (modelId && matchingOverride(modelId, options.models) !== undefined)
+    return resolveModelInfo(modelId, options.models)?.contextWindow;
   if (isUsableWindow(query.contextWindow)) return query.contextWindow;
   return modelId ? resolveModelInfo(modelId)?.contextWindow : undefined;
 }
@@ -88,7 +89,12 @@ export class CallResolver {
     const threshold = thresholdFor(window, this.options.buffer);
     if (threshold > 0) return threshold;
     // A fixed buffer larger than a (registry-resolved) window: keep the default fraction instead.
-    this.emit({ type: 'config-warning', sessionId, field: 'buffer', message: `buffer leaves no room in a ${window}-token window; using 20% of the window` });
+    this.emit({
+      type: 'config-warning',
+      sessionId,
+      field: 'buffer',
+      message: `buffer leaves no room in a ${window}-token window; using 20% of the window`,
+    });
     return thresholdFor(window, undefined);
   }
 
@@ -100,7 +106,12 @@ export class CallResolver {
     } catch (error) {
       if (!this.tokenizerReported) {
         this.tokenizerReported = true;
-        this.emit({ type: 'config-warning', sessionId, field: 'exactCounting', message: `gpt-tokenizer (${encoding}) could not be loaded, counting characters instead: ${String(error)}` });
+        this.emit({
+          type: 'config-warning',
+          sessionId,
+          field: 'exactCounting',
+          message: `gpt-tokenizer (${encoding}) could not be loaded, counting characters instead: ${String(error)}`,
+        });
       }
       return CHARACTER_MEASURE;
     }
@@ -109,7 +120,13 @@ export class CallResolver {
   /** Everything a beforeModel call measures with. */
   async call(
     measurer: PromptMeasurer,
-    input: { sessionId: string; modelId?: string; messages: readonly GuardMessage[]; tools?: readonly ToolDefinition[]; contextWindow?: number },
+    input: {
+      sessionId: string;
+      modelId?: string;
+      messages: readonly GuardMessage[];
+      tools?: readonly ToolDefinition[];
+      contextWindow?: number;
+    },
   ): Promise<Call> {
     const { sessionId, modelId, tools, messages: hostMessages } = input;
     const contextWindow = this.window(sessionId, modelId, input.contextWindow);

@@ -67,7 +67,11 @@ export function compactionRequest(
 }
 
 /** Runs the compaction pipeline with its hooks and events; undefined when nothing was done (or a hook cancelled it). */
-export async function compact(call: Call, r: CompactionRequest, env: CompactionEnv): Promise<CompactionOutcome | undefined> {
+export async function compact(
+  call: Call,
+  r: CompactionRequest,
+  env: CompactionEnv,
+): Promise<CompactionOutcome | undefined> {
   const contextWindow = call.contextWindow as number;
   const settings = compactionSettings(env.options, contextWindow, call.threshold);
   const hook = await askBeforeCompact(call, r, env, settings.target);
@@ -76,7 +80,12 @@ export async function compact(call: Call, r: CompactionRequest, env: CompactionE
   // The pipeline prices prompts as the calls after the compaction will (see compactionCalibration).
   const now = call.measure(r.view.messages);
   const reset = compactionCalibration(r.calibration, env.options.calibration, r.tokens, now.chars, now.mediaTokens);
-  const input = pipelineInput(call, r, env, { settings, reset, override: hook, deadline: started + settings.compactionTimeoutMs });
+  const input = pipelineInput(call, r, env, {
+    settings,
+    reset,
+    override: hook,
+    deadline: started + settings.compactionTimeoutMs,
+  });
   let output: Awaited<ReturnType<typeof runPipeline>>;
   try {
     output = await runPipeline(input(env.options.summarizer));
@@ -89,13 +98,25 @@ export async function compact(call: Call, r: CompactionRequest, env: CompactionE
   if (!output.result) return undefined;
   const result: CompactionResult = { ...output.result, durationMs: Date.now() - started };
   const tokens = Math.ceil(output.tokens);
-  if (result.overflow) env.emit({ type: 'overflow', sessionId: call.sessionId, tokens, threshold: call.threshold, contextWindow });
+  if (result.overflow)
+    env.emit({ type: 'overflow', sessionId: call.sessionId, tokens, threshold: call.threshold, contextWindow });
   env.emit({ type: 'compaction-end', sessionId: call.sessionId, ...result });
-  return { messages: output.view.messages, tokens, memo: withRequestDecision(call, output.memo, r.usageRecorded), calibration: reset, result };
+  return {
+    messages: output.view.messages,
+    tokens,
+    memo: withRequestDecision(call, output.memo, r.usageRecorded),
+    calibration: reset,
+    result,
+  };
 }
 
 /** The hook's answer: 'cancel', a summary to use instead of the summarizer's, or undefined. */
-async function askBeforeCompact(call: Call, r: CompactionRequest, env: CompactionEnv, target: number): Promise<'cancel' | string | undefined> {
+async function askBeforeCompact(
+  call: Call,
+  r: CompactionRequest,
+  env: CompactionEnv,
+  target: number,
+): Promise<'cancel' | string | undefined> {
   const hook = env.options.beforeCompact;
   if (!hook) return undefined;
   try {
@@ -138,7 +159,16 @@ function pipelineInput(call: Call, r: CompactionRequest, env: CompactionEnv, pla
     if (startEmitted) return;
     startEmitted = true;
     const { reason, tokens, focus } = r;
-    emit({ type: 'compaction-start', sessionId, reason, tokens, threshold: call.threshold, target: plan.settings.target, messages: r.view.messages.length, ...(focus !== undefined ? { focus } : {}) });
+    emit({
+      type: 'compaction-start',
+      sessionId,
+      reason,
+      tokens,
+      threshold: call.threshold,
+      target: plan.settings.target,
+      messages: r.view.messages.length,
+      ...(focus !== undefined ? { focus } : {}),
+    });
   };
   return (summarizer: ResolvedOptions['summarizer']): PipelineInput => ({
     sessionId,
@@ -181,7 +211,13 @@ function pipelineInput(call: Call, r: CompactionRequest, env: CompactionEnv, pla
           ...(r.signal ? { signal: r.signal } : {}),
           breaker: env.breaker,
           onFailure: (reason, consecutiveFailures, error) =>
-            emit({ type: 'summarizer-failed', sessionId, reason, consecutiveFailures, ...(error !== undefined ? { error } : {}) }),
+            emit({
+              type: 'summarizer-failed',
+              sessionId,
+              reason,
+              consecutiveFailures,
+              ...(error !== undefined ? { error } : {}),
+            }),
         },
         plan.override,
       );

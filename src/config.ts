@@ -31,7 +31,10 @@ export const MIN_CONTEXT_WINDOW = 1_000;
 
 const contextWindowTokens = z
   .number({ error: `expected a number of tokens, at least ${MIN_CONTEXT_WINDOW}` })
-  .refine((n) => Number.isFinite(n) && n >= MIN_CONTEXT_WINDOW, `expected a finite number of tokens, at least ${MIN_CONTEXT_WINDOW}`);
+  .refine(
+    (n) => Number.isFinite(n) && n >= MIN_CONTEXT_WINDOW,
+    `expected a finite number of tokens, at least ${MIN_CONTEXT_WINDOW}`,
+  );
 
 const positiveTokens = z
   .number({ error: 'expected a positive number of tokens' })
@@ -42,7 +45,10 @@ const isFunction = (v: unknown): boolean => typeof v === 'function';
 /** Tokens when >= 1, a fraction of the context window when < 1 (the `buffer` convention). */
 const tokensOrFraction = z
   .number({ error: 'expected a number: tokens when >= 1, a fraction of the window when < 1' })
-  .refine((n) => Number.isFinite(n) && n > 0, 'expected a positive number: tokens when >= 1, a fraction of the window when < 1');
+  .refine(
+    (n) => Number.isFinite(n) && n > 0,
+    'expected a positive number: tokens when >= 1, a fraction of the window when < 1',
+  );
 
 const storeSchema = z.custom<StateStore<SessionState>>(
   (v) =>
@@ -67,7 +73,10 @@ export const optionsSchema = z.strictObject({
   models: z.record(z.string(), contextWindowTokens, 'expected an object mapping model ids to windows').optional(),
   buffer: z
     .number({ error: 'expected a number: tokens when >= 1, a fraction of the window when < 1' })
-    .refine((n) => Number.isFinite(n) && n > 0, 'expected a positive number: tokens when >= 1, a fraction of the window when < 1')
+    .refine(
+      (n) => Number.isFinite(n) && n > 0,
+      'expected a positive number: tokens when >= 1, a fraction of the window when < 1',
+    )
     .optional(),
   calibration: calibrationSchema,
   warnAt: z
@@ -75,31 +84,42 @@ export const optionsSchema = z.strictObject({
     .refine((n) => n > 0 && n <= 1, 'expected a fraction of the window between 0 (exclusive) and 1')
     .optional(),
   exactCounting: z
-    .enum(['auto', 'off', 'o200k_base', 'cl100k_base'], { error: "expected 'auto', 'off', 'o200k_base' or 'cl100k_base'" })
+    .enum(['auto', 'off', 'o200k_base', 'cl100k_base'], {
+      error: "expected 'auto', 'off', 'o200k_base' or 'cl100k_base'",
+    })
     .optional(),
   store: storeSchema.optional(),
   storeTimeoutMs: z.number().positive('expected a positive number of milliseconds').optional(),
   maxSessions: z.number().int('expected a whole number of sessions').positive('expected at least 1 session').optional(),
   onEvent: z.custom<(event: ContextGuardEvent) => void>(isFunction, 'expected a function').optional(),
   summarizer: z.custom<Summarizer>(isFunction, 'expected a function').optional(),
-  redact: z.union([z.literal(false), z.custom<(text: string) => string>(isFunction)], { error: 'expected false or a function (text: string) => string' }).optional(),
+  redact: z
+    .union([z.literal(false), z.custom<(text: string) => string>(isFunction)], {
+      error: 'expected false or a function (text: string) => string',
+    })
+    .optional(),
   summarizerContextWindow: contextWindowTokens.optional(),
   summarizerTimeoutMs: z.number().positive('expected a positive number of milliseconds').optional(),
   compactionTimeoutMs: z.number().positive('expected a positive number of milliseconds').optional(),
-  retention: z.enum(['keep-recent', 'summarize-all'], { error: "expected 'keep-recent' or 'summarize-all'" }).optional(),
+  retention: z
+    .enum(['keep-recent', 'summarize-all'], { error: "expected 'keep-recent' or 'summarize-all'" })
+    .optional(),
   target: tokensOrFraction.optional(),
   keepRecentTokens: tokensOrFraction.optional(),
   keepFirstUserMessage: z.boolean().optional(),
   maxSummaryTokens: positiveTokens.optional(),
   prune: z
-    .union([
-      z.literal(false),
-      z.strictObject({
-        maxToolResultTokens: tokensOrFraction.optional(),
-        protectRecentTokens: tokensOrFraction.optional(),
-        neverPrune: z.array(z.string(), 'expected an array of tool names').readonly().optional(),
-      }),
-    ], { error: 'expected false or an object { maxToolResultTokens?, protectRecentTokens?, neverPrune? }' })
+    .union(
+      [
+        z.literal(false),
+        z.strictObject({
+          maxToolResultTokens: tokensOrFraction.optional(),
+          protectRecentTokens: tokensOrFraction.optional(),
+          neverPrune: z.array(z.string(), 'expected an array of tool names').readonly().optional(),
+        }),
+      ],
+      { error: 'expected false or an object { maxToolResultTokens?, protectRecentTokens?, neverPrune? }' },
+    )
     .optional(),
   circuitBreaker: z
     .strictObject({
@@ -108,14 +128,17 @@ export const optionsSchema = z.strictObject({
     })
     .optional(),
   fileOps: z
-    .union([
-      z.literal(false),
-      z.strictObject({
-        readTools: z.array(z.string()).optional(),
-        writeTools: z.array(z.string()).optional(),
-        pathKeys: z.array(z.string()).optional(),
-      }),
-    ], { error: 'expected false or an object { readTools?, writeTools?, pathKeys? }' })
+    .union(
+      [
+        z.literal(false),
+        z.strictObject({
+          readTools: z.array(z.string()).optional(),
+          writeTools: z.array(z.string()).optional(),
+          pathKeys: z.array(z.string()).optional(),
+        }),
+      ],
+      { error: 'expected false or an object { readTools?, writeTools?, pathKeys? }' },
+    )
     .optional(),
   beforeCompact: z.custom<BeforeCompactHook>(isFunction, 'expected a function').optional(),
   afterCompact: z.custom<AfterCompactHook>(isFunction, 'expected a function').optional(),
@@ -271,7 +294,13 @@ export interface ResolvedOptions {
   keepRecentTokens: number;
   keepFirstUserMessage: boolean;
   maxSummaryTokens: number | undefined;
-  prune: false | { maxToolResultTokens: number | undefined; protectRecentTokens: number | undefined; neverPrune: readonly string[] };
+  prune:
+    | false
+    | {
+        maxToolResultTokens: number | undefined;
+        protectRecentTokens: number | undefined;
+        neverPrune: readonly string[];
+      };
   circuitBreaker: { failures: number; cooldownMs: number };
   fileOps: false | FileOpsConfig;
   beforeCompact: BeforeCompactHook | undefined;
@@ -328,7 +357,10 @@ export function compactionSettings(o: ResolvedOptions, window: number, threshold
               o.prune.maxToolResultTokens !== undefined
                 ? tokensOf(o.prune.maxToolResultTokens, window)
                 : Math.min(window * DEFAULTS.maxToolResultFraction, DEFAULTS.maxToolResultTokens),
-            protectRecentTokens: o.prune.protectRecentTokens !== undefined ? tokensOf(o.prune.protectRecentTokens, window) : keepRecentTokens,
+            protectRecentTokens:
+              o.prune.protectRecentTokens !== undefined
+                ? tokensOf(o.prune.protectRecentTokens, window)
+                : keepRecentTokens,
             neverPrune: o.prune.neverPrune,
           },
     fileOps: o.fileOps,
@@ -352,9 +384,12 @@ function describe(issue: z.core.$ZodIssue): { field: string; message: string } {
   const path = issue.path.map(String).join('.');
   if (issue.code === 'unrecognized_keys') {
     const keys = issue.keys.map((k) => (path ? `${path}.${k}` : k));
-    return { field: keys[0] ?? path, message: `unknown option${keys.length > 1 ? 's' : ''} ${keys.map((k) => `\`${k}\``).join(', ')}` };
+    return {
+      field: keys[0] ?? path,
+      message: `unknown option${keys.length > 1 ? 's' : ''} ${keys.map((k) => `\`${k}\``).join(', ')}`,
+    };
   }
-  if (issue.code === 'invalid_type' && path === '' ) return { field: '', message: 'expected an options object' };
+  if (issue.code === 'invalid_type' && path === '') return { field: '', message: 'expected an options object' };
   return { field: path, message: issue.message };
 }
 
@@ -369,7 +404,10 @@ export function resolveOptions(input: unknown): ResolvedOptions {
   const o = parsed.data;
   const calibration = { ...DEFAULTS.calibration, ...o.calibration };
   if (calibration.min > calibration.max) {
-    throw new ContextGuardConfigError('calibration.min', `expected min (${calibration.min}) <= max (${calibration.max})`);
+    throw new ContextGuardConfigError(
+      'calibration.min',
+      `expected min (${calibration.min}) <= max (${calibration.max})`,
+    );
   }
   if (calibration.default < calibration.min || calibration.default > calibration.max) {
     throw new ContextGuardConfigError(
@@ -378,12 +416,18 @@ export function resolveOptions(input: unknown): ResolvedOptions {
     );
   }
   if (o.contextWindow !== undefined && o.buffer !== undefined && o.buffer >= 1 && o.buffer >= o.contextWindow) {
-    throw new ContextGuardConfigError('buffer', `expected fewer tokens than contextWindow (${o.contextWindow}), received ${o.buffer}`);
+    throw new ContextGuardConfigError(
+      'buffer',
+      `expected fewer tokens than contextWindow (${o.contextWindow}), received ${o.buffer}`,
+    );
   }
   if (o.contextWindow !== undefined && o.target !== undefined) {
     const threshold = thresholdFor(o.contextWindow, o.buffer);
     if (tokensOf(o.target, o.contextWindow) >= threshold) {
-      throw new ContextGuardConfigError('target', `expected less than the threshold (${Math.floor(threshold)} tokens: contextWindow − buffer), received ${o.target}`);
+      throw new ContextGuardConfigError(
+        'target',
+        `expected less than the threshold (${Math.floor(threshold)} tokens: contextWindow − buffer), received ${o.target}`,
+      );
     }
   }
   return {
@@ -410,7 +454,11 @@ export function resolveOptions(input: unknown): ResolvedOptions {
     prune:
       o.prune === false
         ? false
-        : { maxToolResultTokens: o.prune?.maxToolResultTokens, protectRecentTokens: o.prune?.protectRecentTokens, neverPrune: o.prune?.neverPrune ?? [] },
+        : {
+            maxToolResultTokens: o.prune?.maxToolResultTokens,
+            protectRecentTokens: o.prune?.protectRecentTokens,
+            neverPrune: o.prune?.neverPrune ?? [],
+          },
     circuitBreaker: { ...DEFAULTS.circuitBreaker, ...o.circuitBreaker },
     fileOps: o.fileOps === false ? false : { ...DEFAULT_FILE_OPS, ...o.fileOps },
     beforeCompact: o.beforeCompact,

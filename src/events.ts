@@ -85,7 +85,16 @@ export interface ConfigWarningEvent {
 export interface ErrorEvent {
   type: 'error';
   sessionId?: string;
-  stage: 'beforeModel' | 'afterModel' | 'status' | 'store' | 'compaction' | 'beforeCompact' | 'afterCompact' | 'compact' | 'recoverFromOverflow';
+  stage:
+    | 'beforeModel'
+    | 'afterModel'
+    | 'status'
+    | 'store'
+    | 'compaction'
+    | 'beforeCompact'
+    | 'afterCompact'
+    | 'compact'
+    | 'recoverFromOverflow';
   error: unknown;
 }
 

@@ -18,7 +18,17 @@ const MAX_OBJECTS = 32;
 const MAX_ARRAY_ITEMS = 4;
 
 /** Fields whose string value may carry the provider's words or code. */
-const TEXT_FIELDS = ['message', 'responseBody', 'body', 'error', 'code', 'type', 'detail', 'name', 'lc_error_code'] as const;
+const TEXT_FIELDS = [
+  'message',
+  'responseBody',
+  'body',
+  'error',
+  'code',
+  'type',
+  'detail',
+  'name',
+  'lc_error_code',
+] as const;
 /** Fields that may link to another error or a parsed body. */
 const LINK_FIELDS = ['error', 'data', 'body', 'response', 'cause', 'lastError', 'errors', 'originalError'] as const;
 

@@ -56,7 +56,13 @@ export class PairingProgress {
 }
 
 /** The prompt `memo` makes of the host's messages, repaired and estimated. */
-function prepareWith(call: Call, state: SessionState, stored: CompactionMemo | undefined, c: ResolvedCalibration, pairing: PairingProgress): Prepared {
+function prepareWith(
+  call: Call,
+  state: SessionState,
+  stored: CompactionMemo | undefined,
+  c: ResolvedCalibration,
+  pairing: PairingProgress,
+): Prepared {
   let memo = stored;
   let summaryApplies = false;
   if (memo?.summary) {
@@ -116,12 +122,23 @@ export function prepare(call: Call, state: SessionState, c: ResolvedCalibration,
   // that kept the edits decided on this very history and calibration.
   const edited = best.memo !== undefined && requestEditsDropped(best.memo, request) !== undefined;
   const decided = best.memo?.requestDecided;
-  const unchanged = decided?.request === request && decided.messages === call.hostMessages.length && decided.usage === state.usageRecorded;
-  return edited && !unchanged && requestFitsAlone(call, state, request, best, c) ? { ...best, requestEdited: true } : best;
+  const unchanged =
+    decided?.request === request &&
+    decided.messages === call.hostMessages.length &&
+    decided.usage === state.usageRecorded;
+  return edited && !unchanged && requestFitsAlone(call, state, request, best, c)
+    ? { ...best, requestEdited: true }
+    : best;
 }
 
 /** Whether the system messages, tools and the latest request, whole, fit: priced as a compaction of `p` would price its smallest prompt. */
-function requestFitsAlone(call: Call, state: SessionState, request: number, p: Prepared, c: ResolvedCalibration): boolean {
+function requestFitsAlone(
+  call: Call,
+  state: SessionState,
+  request: number,
+  p: Prepared,
+  c: ResolvedCalibration,
+): boolean {
   const alone = call.measureApart(call.hostMessages.filter((m, i) => m.role === 'system' || i === request));
   const planned = compactionCalibration(state.calibration, c, p.est.tokens, p.measured.chars, p.measured.mediaTokens);
   return priceAfterReset(planned, c)(alone.chars, alone.mediaTokens) <= call.threshold;

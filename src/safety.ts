@@ -16,7 +16,14 @@ const MAX_DEPTH = 64;
 
 /** Whether a value refers to itself (a cycle no provider can serialize). */
 function hasCycle(value: unknown, ancestors: object[]): boolean {
-  if (typeof value !== 'object' || value === null || ArrayBuffer.isView(value) || value instanceof ArrayBuffer || value instanceof URL) return false;
+  if (
+    typeof value !== 'object' ||
+    value === null ||
+    ArrayBuffer.isView(value) ||
+    value instanceof ArrayBuffer ||
+    value instanceof URL
+  )
+    return false;
   if (ancestors.includes(value)) return true;
   if (ancestors.length >= MAX_DEPTH) return false;
   ancestors.push(value);
@@ -76,7 +83,8 @@ function problemOf(entry: unknown): string | undefined {
     return 'its fields cannot be read';
   }
   if (typeof role !== 'string' || !ROLES.has(role)) return `unknown role ${JSON.stringify(String(role)).slice(0, 40)}`;
-  if (typeof content === 'string') return role === 'tool' ? 'tool message whose content is not an array of results' : undefined;
+  if (typeof content === 'string')
+    return role === 'tool' ? 'tool message whose content is not an array of results' : undefined;
   if (!Array.isArray(content)) return 'content is neither a string nor an array of parts';
   try {
     if (!isAcyclic(content)) return 'a part refers to itself (a cycle cannot be sent as JSON)';
@@ -120,7 +128,11 @@ const MIN_REQUEST_CHARS = 200;
  * request, whole when it fits, else cut in the middle with a marker. Built from the plainest
  * functions only (it runs after something else failed) and never throws.
  */
-export function minimalPrompt(messages: readonly GuardMessage[], threshold: number, correction: number): GuardMessage[] {
+export function minimalPrompt(
+  messages: readonly GuardMessage[],
+  threshold: number,
+  correction: number,
+): GuardMessage[] {
   const tokensOf = (m: GuardMessage): number => {
     try {
       const measure = measureMessage(m, 'generic');
@@ -139,7 +151,8 @@ export function minimalPrompt(messages: readonly GuardMessage[], threshold: numb
   if (request) {
     const cost = tokensOf(request);
     try {
-      if (!(cost <= room)) request = clippedRequest(request, Math.max(MIN_REQUEST_CHARS, (room / correction) * CHARS_PER_TOKEN - 200));
+      if (!(cost <= room))
+        request = clippedRequest(request, Math.max(MIN_REQUEST_CHARS, (room / correction) * CHARS_PER_TOKEN - 200));
     } catch {
       // A request whose parts cannot even be read cannot be sent either.
       request = { role: 'user', content: '[The latest message could not be read.]' };
@@ -164,7 +177,15 @@ function clippedRequest(request: UserMessage, maxChars: number): UserMessage {
   const text =
     typeof request.content === 'string'
       ? request.content
-      : request.content.map((p) => (p?.type === 'text' ? p.text : p?.type === 'image' ? mediaLabel('image', { data: p.image, mediaType: p.mediaType }) : mediaLabel('file', p))).join('\n');
+      : request.content
+          .map((p) =>
+            p?.type === 'text'
+              ? p.text
+              : p?.type === 'image'
+                ? mediaLabel('image', { data: p.image, mediaType: p.mediaType })
+                : mediaLabel('file', p),
+          )
+          .join('\n');
   return { role: 'user', content: text.length > maxChars ? clipMiddle(text, Math.floor(maxChars)) : text };
 }
 
@@ -207,7 +228,11 @@ export class CheckedInputs {
  * smallest prompt that fits `threshold` (see minimalPrompt); the messages as they are when no
  * threshold is known (no window: every call for that model is unguarded). Never throws.
  */
-export function failClosedPrompt(messages: readonly GuardMessage[], threshold: number, correction: number): { messages: GuardMessage[]; tokens: number } {
+export function failClosedPrompt(
+  messages: readonly GuardMessage[],
+  threshold: number,
+  correction: number,
+): { messages: GuardMessage[]; tokens: number } {
   if (!Number.isFinite(threshold)) return { messages: messages.slice(), tokens: 0 };
   const out = minimalPrompt(messages, threshold, correction);
   let tokens = 0;

@@ -28,12 +28,25 @@ export function usageShapeProblem(usage: ModelUsage | undefined | null): UsageIg
  * the total (cached tokens reported apart are added); it must lie in the range the request could
  * plausibly cost. An implausible output count alone is dropped and the input count kept.
  */
-export function judgeUsage(usage: ModelUsage, pending: PendingRequest, c: ResolvedCalibration, contextWindow: number | undefined): UsageVerdict {
+export function judgeUsage(
+  usage: ModelUsage,
+  pending: PendingRequest,
+  c: ResolvedCalibration,
+  contextWindow: number | undefined,
+): UsageVerdict {
   const extra = (usage.cacheReadInputTokens ?? 0) + (usage.cacheWriteInputTokens ?? 0);
   // Each count finite, the sum too: two cache counts of 1e308 add up to Infinity.
   const inputTokens = usage.inputTokens + extra;
   const plausible = plausibleInputRange(pending, c, contextWindow);
-  if (!Number.isFinite(inputTokens) || inputTokens < plausible.min || inputTokens > plausible.max) return { ok: false, reason: 'implausible', plausible };
-  const outputValid = usage.outputTokens === undefined || (isCount(usage.outputTokens) && usage.outputTokens <= plausibleOutputMax(contextWindow));
-  return { ok: true, inputTokens, outputTokens: outputValid ? usage.outputTokens : undefined, outputIgnored: !outputValid };
+  if (!Number.isFinite(inputTokens) || inputTokens < plausible.min || inputTokens > plausible.max)
+    return { ok: false, reason: 'implausible', plausible };
+  const outputValid =
+    usage.outputTokens === undefined ||
+    (isCount(usage.outputTokens) && usage.outputTokens <= plausibleOutputMax(contextWindow));
+  return {
+    ok: true,
+    inputTokens,
+    outputTokens: outputValid ? usage.outputTokens : undefined,
+    outputIgnored: !outputValid,
+  };
 }

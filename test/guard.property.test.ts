@@ -42,12 +42,28 @@ const message: fc.Arbitrary<GuardMessage> = fc.oneof(
       { minLength: 1, maxLength: 3 },
     )
     .map((content): GuardMessage => ({ role: 'tool', content })),
-  fc.uint8Array({ maxLength: 256 }).map((bytes): GuardMessage => ({ role: 'user', content: [{ type: 'image', image: bytes, mediaType: 'image/png' }] })),
+  fc
+    .uint8Array({ maxLength: 256 })
+    .map(
+      (bytes): GuardMessage => ({ role: 'user', content: [{ type: 'image', image: bytes, mediaType: 'image/png' }] }),
+    ),
 );
 
 const usage = fc.oneof(
-  fc.record({ inputTokens: fc.integer({ min: 1, max: 2_000_000 }), outputTokens: fc.option(fc.integer({ min: 0, max: 50_000 }), { nil: undefined }) }),
-  fc.constantFrom(undefined, null, {}, { inputTokens: Number.NaN }, { inputTokens: -3 }, { inputTokens: '12' }, { inputTokens: Number.POSITIVE_INFINITY }, { inputTokens: 5, outputTokens: -1 }),
+  fc.record({
+    inputTokens: fc.integer({ min: 1, max: 2_000_000 }),
+    outputTokens: fc.option(fc.integer({ min: 0, max: 50_000 }), { nil: undefined }),
+  }),
+  fc.constantFrom(
+    undefined,
+    null,
+    {},
+    { inputTokens: Number.NaN },
+    { inputTokens: -3 },
+    { inputTokens: '12' },
+    { inputTokens: Number.POSITIVE_INFINITY },
+    { inputTokens: 5, outputTokens: -1 },
+  ),
 );
 
 const step = fc.record({ added: fc.array(message, { maxLength: 4 }), edit: fc.boolean(), usage });
@@ -96,12 +112,14 @@ describe('guard properties', () => {
             if (!valid || r.compaction) lastReal = undefined;
             expect(sent).toEqual(snapshot);
             expect(Number.isFinite(r.tokens) && r.tokens >= 0).toBe(true);
-            if (lastReal !== undefined && history.length > 0 && !r.compaction) expect(r.tokens).toBeGreaterThanOrEqual(lastReal);
+            if (lastReal !== undefined && history.length > 0 && !r.compaction)
+              expect(r.tokens).toBeGreaterThanOrEqual(lastReal);
             const before = recorded;
             await guard.afterModel({ sessionId: 's', usage: s.usage as never });
             const u = s.usage as { inputTokens?: unknown } | null | undefined;
             // Only a count the guard accepted anchors it (an implausible one is ignored with an event).
-            if (recorded > before && valid && u && typeof u.inputTokens === 'number' && history.length > 0) lastReal = u.inputTokens;
+            if (recorded > before && valid && u && typeof u.inputTokens === 'number' && history.length > 0)
+              lastReal = u.inputTokens;
           }
           expect(errors).toEqual([]);
         },

@@ -4,7 +4,8 @@ import { MESSAGE_OVERHEAD_CHARS } from '../src/tokens/heuristic.ts';
 import { assistant, recorder, system, toolStep, user } from './helpers.ts';
 
 /** A user message whose heuristic is exactly `tokens` chars/4 tokens (message overhead included). */
-const userOfTokens = (tokens: number, fill = 'x'): GuardMessage => user(fill.repeat(tokens * 4 - MESSAGE_OVERHEAD_CHARS));
+const userOfTokens = (tokens: number, fill = 'x'): GuardMessage =>
+  user(fill.repeat(tokens * 4 - MESSAGE_OVERHEAD_CHARS));
 
 describe('beforeModel', () => {
   it('returns a copy of the messages, unchanged, and never mutates the input', async () => {
@@ -30,7 +31,13 @@ describe('beforeModel', () => {
     const guard = createContextGuard({ contextWindow: 8_000 });
     const messages = [userOfTokens(100)];
     const without = await guard.beforeModel({ sessionId: 'a', messages });
-    const tools = [{ name: 'search', description: 'd'.repeat(400), inputSchema: { type: 'object', properties: { q: { type: 'string' } } } }];
+    const tools = [
+      {
+        name: 'search',
+        description: 'd'.repeat(400),
+        inputSchema: { type: 'object', properties: { q: { type: 'string' } } },
+      },
+    ];
     const withTools = await guard.beforeModel({ sessionId: 'b', messages, tools });
     expect(withTools.tokens - without.tokens).toBeGreaterThanOrEqual(150);
   });
@@ -187,8 +194,13 @@ describe('beforeModel', () => {
     expect(ev.of('error')).toEqual([]);
     expect(ev.of('store-failed').length).toBeGreaterThan(0);
     await expect(guard.beforeModel(undefined as never)).resolves.toMatchObject({ messages: [] });
-    await expect(guard.beforeModel({ sessionId: 's', messages: 'nope' } as never)).resolves.toMatchObject({ messages: [] });
-    const weird = [{ role: 'user', content: [{ type: 'mystery', blob: 1n }] }, { role: 'tool', content: null }] as never;
+    await expect(guard.beforeModel({ sessionId: 's', messages: 'nope' } as never)).resolves.toMatchObject({
+      messages: [],
+    });
+    const weird = [
+      { role: 'user', content: [{ type: 'mystery', blob: 1n }] },
+      { role: 'tool', content: null },
+    ] as never;
     await expect(guard.beforeModel({ sessionId: 's', messages: weird })).resolves.toBeDefined();
     await expect(guard.afterModel(null as never)).resolves.toBeUndefined();
   });
@@ -240,14 +252,21 @@ describe('afterModel', () => {
     await guard.beforeModel({ sessionId: 's', messages: [userOfTokens(1_000)] });
     await guard.afterModel({ sessionId: 's', usage: { inputTokens: 2_000, outputTokens: Number.NaN } });
     expect(ev.last('usage-ignored').reason).toBe('invalid-output-tokens');
-    expect(ev.last('usage-recorded')).toMatchObject({ inputTokens: 2_000, estimatedTokens: 1_500, relativeError: -0.25 });
+    expect(ev.last('usage-recorded')).toMatchObject({
+      inputTokens: 2_000,
+      estimatedTokens: 1_500,
+      relativeError: -0.25,
+    });
   });
 
   it('adds cached tokens reported apart from the input tokens', async () => {
     const ev = recorder();
     const guard = createContextGuard({ contextWindow: 100_000, onEvent: ev.onEvent });
     await guard.beforeModel({ sessionId: 's', messages: [userOfTokens(1_000)] });
-    await guard.afterModel({ sessionId: 's', usage: { inputTokens: 10, cacheReadInputTokens: 1_500, cacheWriteInputTokens: 490 } });
+    await guard.afterModel({
+      sessionId: 's',
+      usage: { inputTokens: 10, cacheReadInputTokens: 1_500, cacheWriteInputTokens: 490 },
+    });
     expect(ev.last('usage-recorded').inputTokens).toBe(2_000);
   });
 });
@@ -257,7 +276,14 @@ describe('status', () => {
     const guard = createContextGuard({ contextWindow: 10_000 });
     expect(await guard.status('s')).toBeUndefined();
     await guard.beforeModel({ sessionId: 's', messages: [userOfTokens(2_000)] });
-    expect(await guard.status('s')).toEqual({ sessionId: 's', tokens: 3_000, source: 'estimate', threshold: 8_000, contextWindow: 10_000, fraction: 0.3 });
+    expect(await guard.status('s')).toEqual({
+      sessionId: 's',
+      tokens: 3_000,
+      source: 'estimate',
+      threshold: 8_000,
+      contextWindow: 10_000,
+      fraction: 0.3,
+    });
     await guard.afterModel({ sessionId: 's', usage: { inputTokens: 3_500, outputTokens: 200 } });
     expect(await guard.status('s')).toMatchObject({ tokens: 3_700, source: 'provider', fraction: 0.37 });
   });
@@ -275,7 +301,10 @@ describe('tool-heavy histories', () => {
     const guard = createContextGuard({ contextWindow: 100_000 });
     const base = [user('read it')];
     const a = await guard.beforeModel({ sessionId: 'a', messages: base });
-    const b = await guard.beforeModel({ sessionId: 'b', messages: [...base, ...toolStep('c1', { path: 'src/x.ts' }, 'y'.repeat(4_000))] });
+    const b = await guard.beforeModel({
+      sessionId: 'b',
+      messages: [...base, ...toolStep('c1', { path: 'src/x.ts' }, 'y'.repeat(4_000))],
+    });
     expect(b.tokens - a.tokens).toBeGreaterThan(1_500);
   });
 });

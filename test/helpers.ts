@@ -8,7 +8,10 @@ export const system = (text: string): GuardMessage => ({ role: 'system', content
 export function toolStep(id: string, input: unknown, result: string, toolName = 'read_file'): GuardMessage[] {
   return [
     { role: 'assistant', content: [{ type: 'tool-call', toolCallId: id, toolName, input }] },
-    { role: 'tool', content: [{ type: 'tool-result', toolCallId: id, toolName, output: { type: 'text', value: result } }] },
+    {
+      role: 'tool',
+      content: [{ type: 'tool-result', toolCallId: id, toolName, output: { type: 'text', value: result } }],
+    },
   ];
 }
 

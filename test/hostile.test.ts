@@ -26,7 +26,10 @@ describe('implausible usage never drives a compaction', () => {
     ['1e12', { inputTokens: 1e12 }],
     ['1e308', { inputTokens: 1e308 }],
     ['2**53 + 10', { inputTokens: 2 ** 53 + 10 }],
-    ['cache counts that sum to Infinity', { inputTokens: 1_000, cacheReadInputTokens: 1e308, cacheWriteInputTokens: 1e308 }],
+    [
+      'cache counts that sum to Infinity',
+      { inputTokens: 1_000, cacheReadInputTokens: 1e308, cacheWriteInputTokens: 1e308 },
+    ],
     ['1 token for a 10k-character prompt', { inputTokens: 1 }],
   ];
   for (const [name, usage] of outliers) {
@@ -72,7 +75,12 @@ describe('media are replaced by placeholders when the prompt cannot fit otherwis
       role: 'user',
       content: [
         { type: 'text', text: 'What differs between these screenshots?' },
-        ...Array.from({ length: 8 }, (_, i) => ({ type: 'image' as const, image, mediaType: 'image/png', providerOptions: { test: { i } } })),
+        ...Array.from({ length: 8 }, (_, i) => ({
+          type: 'image' as const,
+          image,
+          mediaType: 'image/png',
+          providerOptions: { test: { i } },
+        })),
       ],
     };
     const messages: GuardMessage[] = [system('You review UI changes.'), user('hello'), assistant('hi'), latest];
@@ -102,12 +110,21 @@ describe('media are replaced by placeholders when the prompt cannot fit otherwis
             type: 'tool-result',
             toolCallId: `s${i}`,
             toolName: 'screenshot',
-            output: { type: 'content', value: [{ type: 'text', text: `screen ${i}` }, { type: 'image-data', data: pngBase64(1500, 1500, 500 + i), mediaType: 'image/png' }] },
+            output: {
+              type: 'content',
+              value: [
+                { type: 'text', text: `screen ${i}` },
+                { type: 'image-data', data: pngBase64(1500, 1500, 500 + i), mediaType: 'image/png' },
+              ],
+            },
           },
         ],
       },
     ];
-    const messages: GuardMessage[] = [system('You operate a browser.'), user('Open the settings page and enable dark mode.')];
+    const messages: GuardMessage[] = [
+      system('You operate a browser.'),
+      user('Open the settings page and enable dark mode.'),
+    ];
     for (let i = 0; i < 8; i++) messages.push(...shot(i));
     const r = await guard.beforeModel({ sessionId: 's', messages });
     expectInvariants(messages, r);
@@ -149,7 +166,8 @@ describe('the latest user request stays whole when a large fixed part leaves roo
     let compactions = 0;
     const calls = 12;
     for (let call = 0; call < calls; call++) {
-      if (call > 0) messages = [...messages, assistant(text(`step${call}`, 120)), user(`${call}: ${text('go on', 120)}`)];
+      if (call > 0)
+        messages = [...messages, assistant(text(`step${call}`, 120)), user(`${call}: ${text('go on', 120)}`)];
       const r = await guard.beforeModel({ sessionId: 's', messages });
       if (r.compaction) compactions++;
       const latest = userText(messages[messages.length - 1] as GuardMessage);
@@ -208,7 +226,7 @@ describe('malformed entries: dropped with an event, never the raw prompt', () =>
     const ev = recorder();
     const guard = createContextGuard({ contextWindow: 8_000, onEvent: ev.onEvent });
     const cyclic: Record<string, unknown> = { path: 'a.ts', nested: { list: [] as unknown[] } };
-    ((cyclic['nested'] as { list: unknown[] }).list).push(cyclic);
+    (cyclic['nested'] as { list: unknown[] }).list.push(cyclic);
     const messages = [...history(100).slice(0, -1), ...toolStep('c1', cyclic, 'file body'), user('latest')];
     const r = await guard.beforeModel({ sessionId: 's', messages });
     expect(r.threshold).toBeLessThan(8_000);
@@ -245,7 +263,15 @@ describe('malformed entries: dropped with an event, never the raw prompt', () =>
   it('non-object entries and unknown roles are dropped and reported', async () => {
     const ev = recorder();
     const guard = createContextGuard({ contextWindow: 8_000, onEvent: ev.onEvent });
-    const messages = [system('s'), 42, 'text', { content: 'no role' }, { role: 'wizard', content: 'x' }, undefined, user('hello')] as unknown as GuardMessage[];
+    const messages = [
+      system('s'),
+      42,
+      'text',
+      { content: 'no role' },
+      { role: 'wizard', content: 'x' },
+      undefined,
+      user('hello'),
+    ] as unknown as GuardMessage[];
     const r = await guard.beforeModel({ sessionId: 's', messages });
     expect(r.messages).toEqual([system('s'), user('hello')]);
     expect(ev.of('invalid-messages')[0]?.indices).toEqual([1, 2, 3, 4, 5]);
@@ -284,7 +310,11 @@ describe('user text that looks like the guard’s markers is the user’s', () =
   });
 
   it('a latest request starting with [Context Summary] is the request, not a summary', async () => {
-    const guard = createContextGuard({ contextWindow: 8_000, retention: 'summarize-all', summarizer: () => 'summary of the work' });
+    const guard = createContextGuard({
+      contextWindow: 8_000,
+      retention: 'summarize-all',
+      summarizer: () => 'summary of the work',
+    });
     const messages = [...history(30).slice(0, -1), user('[Context Summary] please: write one for the release notes')];
     const r = await guard.beforeModel({ sessionId: 's', messages });
     expect(r.compaction).toBeDefined();
@@ -307,17 +337,38 @@ describe('contextWindow has a documented minimum', () => {
 describe('hard fit cuts a giant assistant step down to the target', () => {
   it('reasoning, an answer and a whole file written in one assistant message: cut to the target, the step and its result kept', async () => {
     const ev = recorder();
-    const guard = createContextGuard({ contextWindow: 8_000, summarizer: () => 'summary of the work so far', onEvent: ev.onEvent });
+    const guard = createContextGuard({
+      contextWindow: 8_000,
+      summarizer: () => 'summary of the work so far',
+      onEvent: ev.onEvent,
+    });
     const step: GuardMessage = {
       role: 'assistant',
       content: [
         { type: 'reasoning', text: text('THINK', 9_000) },
         { type: 'text', text: text('ANSWER', 26_000) },
-        { type: 'tool-call', toolCallId: 'w1', toolName: 'write_file', input: { path: 'src/big.ts', content: text('FILE', 16_000) } },
+        {
+          type: 'tool-call',
+          toolCallId: 'w1',
+          toolName: 'write_file',
+          input: { path: 'src/big.ts', content: text('FILE', 16_000) },
+        },
       ],
     };
-    const result: GuardMessage = { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'w1', toolName: 'write_file', output: { type: 'text', value: 'written' } }] };
-    const messages = [system('You are a coding agent.'), user('Write the module.'), assistant('ok'), user('go on'), step, result];
+    const result: GuardMessage = {
+      role: 'tool',
+      content: [
+        { type: 'tool-result', toolCallId: 'w1', toolName: 'write_file', output: { type: 'text', value: 'written' } },
+      ],
+    };
+    const messages = [
+      system('You are a coding agent.'),
+      user('Write the module.'),
+      assistant('ok'),
+      user('go on'),
+      step,
+      result,
+    ];
     const r = await guard.beforeModel({ sessionId: 's', messages });
     expectInvariants(messages, r);
     expect(ev.of('overflow')).toHaveLength(0);

@@ -24,8 +24,14 @@ export function png(width: number, height: number, paddingBytes = 0): Buffer {
     x = (x * 1103515245 + 12345) >>> 0;
     idat[i] = x >>> 24;
   }
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr), chunk('IDAT', idat), chunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', ihdr),
+    chunk('IDAT', idat),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
 }
 
 /** The same PNG as base64. */
-export const pngBase64 = (width: number, height: number, paddingBytes = 0): string => png(width, height, paddingBytes).toString('base64');
+export const pngBase64 = (width: number, height: number, paddingBytes = 0): string =>
+  png(width, height, paddingBytes).toString('base64');

@@ -6,7 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { formatResult, runSoak } from '../bench/soak.ts';
 
 /** Whether some hostile input whose class starts with `prefix` was generated. */
-const generated = (hostile: Record<string, number>, prefix: string) => Object.keys(hostile).some((k) => k.startsWith(prefix));
+const generated = (hostile: Record<string, number>, prefix: string) =>
+  Object.keys(hostile).some((k) => k.startsWith(prefix));
 
 describe('soak (short)', () => {
   it('200 random conversations: no violation, throw, unexplained overflow or error event', async () => {

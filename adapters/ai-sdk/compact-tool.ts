@@ -4,7 +4,12 @@
 import { tool, type Tool } from 'ai';
 import { z } from 'zod';
 import type { ContextGuard } from '../../src/index.ts';
-import { COMPACT_FOCUS_DESCRIPTION, COMPACT_TOOL_DESCRIPTION, guardOf, requestCompaction } from '../shared/compact-reply.ts';
+import {
+  COMPACT_FOCUS_DESCRIPTION,
+  COMPACT_TOOL_DESCRIPTION,
+  guardOf,
+  requestCompaction,
+} from '../shared/compact-reply.ts';
 import { deriveSessionId } from '../shared/session-id.ts';
 import { sessionOfToolCall } from './sessions.ts';
 
@@ -17,13 +22,17 @@ export interface CompactToolOptions {
  * An AI SDK tool (`{ focus?: string }`) that schedules a compaction of the current conversation.
  * Pass the middleware (or its guard): `tools: { compact_context: compactTool(middleware) }`.
  */
-export function compactTool(target: ContextGuard | { guard: ContextGuard }, options: CompactToolOptions = {}): Tool<{ focus?: string | undefined }, string> {
+export function compactTool(
+  target: ContextGuard | { guard: ContextGuard },
+  options: CompactToolOptions = {},
+): Tool<{ focus?: string | undefined }, string> {
   const guard = guardOf(target);
   const minFraction = options.minFraction ?? 0.2;
   return tool({
     description: COMPACT_TOOL_DESCRIPTION,
     inputSchema: z.object({ focus: z.string().optional().describe(COMPACT_FOCUS_DESCRIPTION) }),
     // The session is the one the middleware saw this tool call in.
-    execute: ({ focus }, { toolCallId, messages }) => requestCompaction(guard, sessionOfToolCall(guard, toolCallId) ?? deriveSessionId(messages), focus, minFraction),
+    execute: ({ focus }, { toolCallId, messages }) =>
+      requestCompaction(guard, sessionOfToolCall(guard, toolCallId) ?? deriveSessionId(messages), focus, minFraction),
   });
 }

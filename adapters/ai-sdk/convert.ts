@@ -126,7 +126,9 @@ function toGuardPart(part: Part, dialect: Dialect): Part {
   if (part?.type !== 'tool-result') return part && typeof part === 'object' ? dialect.toPart(part) : part;
   const output = part['output'] as Part | undefined;
   if (output?.type !== 'content' || !Array.isArray(output['value'])) return part;
-  const value = mapSame(output['value'] as Part[], (item) => (item && typeof item === 'object' ? dialect.toItem(item) : item));
+  const value = mapSame(output['value'] as Part[], (item) =>
+    item && typeof item === 'object' ? dialect.toItem(item) : item,
+  );
   return value === output['value'] ? part : { ...part, output: { ...output, value } };
 }
 
@@ -144,7 +146,8 @@ function fromGuard(messages: readonly GuardMessage[], converted: GuardPrompt, di
       return typeof m.content === 'string' ? m : { ...m, content: textOf(m.content) };
     }
     // V4 and V3 user and assistant content is always an array of parts (summaries are strings).
-    if (!Array.isArray(m.content)) return { ...m, content: typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : [] };
+    if (!Array.isArray(m.content))
+      return { ...m, content: typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : [] };
     inputs ??= indexInputs(converted);
     return rebuiltMessage(m, m.content as Part[], inputs, dialect);
   });
@@ -179,14 +182,26 @@ function fromGuardPart(part: Part, dialect: Dialect): Part {
   if (!part || typeof part !== 'object') return part;
   switch (part.type) {
     case 'image':
-      return dialect.fromMedia(part['image'] as DataContent, (part['mediaType'] as string | undefined) ?? 'image', undefined, part['providerOptions']);
+      return dialect.fromMedia(
+        part['image'] as DataContent,
+        (part['mediaType'] as string | undefined) ?? 'image',
+        undefined,
+        part['providerOptions'],
+      );
     case 'file':
-      return dialect.fromMedia(part['data'] as DataContent, part['mediaType'] as string, part['filename'], part['providerOptions']);
+      return dialect.fromMedia(
+        part['data'] as DataContent,
+        part['mediaType'] as string,
+        part['filename'],
+        part['providerOptions'],
+      );
     case 'tool-result': {
       // Outputs the guard wrote are text; a content output it kept may still hold the guard's media items.
       const output = part['output'] as Part | undefined;
       if (output?.type !== 'content' || !Array.isArray(output['value'])) return part;
-      const value = mapSame(output['value'] as Part[], (item) => (item && typeof item === 'object' ? dialect.fromItem(item) : item));
+      const value = mapSame(output['value'] as Part[], (item) =>
+        item && typeof item === 'object' ? dialect.fromItem(item) : item,
+      );
       return value === output['value'] ? part : { ...part, output: { ...output, value } };
     }
     default:
@@ -275,12 +290,16 @@ function withoutReferences(part: Part, drop: KeyFilter): Part {
 function unbindResponse(content: readonly Part[], edited: ReadonlySet<Part>): Part[] {
   const unpaired = new Set<unknown>();
   for (const part of edited) {
-    if (part.type === 'tool-result' || (part.type === 'tool-call' && part['providerExecuted'] === true)) unpaired.add(part['toolCallId']);
+    if (part.type === 'tool-result' || (part.type === 'tool-call' && part['providerExecuted'] === true))
+      unpaired.add(part['toolCallId']);
   }
   return content.map((part) => {
     if (!part || typeof part !== 'object') return part;
-    if ((part.type === 'tool-call' || part.type === 'tool-result') && unpaired.has(part['toolCallId'])) return providerToolText(part);
-    return edited.has(part) || !RESPONSE_ITEMS.has(part.type as string) ? part : withoutReferences(part, isItemReference);
+    if ((part.type === 'tool-call' || part.type === 'tool-result') && unpaired.has(part['toolCallId']))
+      return providerToolText(part);
+    return edited.has(part) || !RESPONSE_ITEMS.has(part.type as string)
+      ? part
+      : withoutReferences(part, isItemReference);
   });
 }
 
@@ -300,7 +319,10 @@ function providerToolText(part: Part): Part {
   const name = oneLine(part['toolName'], 100);
   const id = oneLine(part['toolCallId'], 100);
   if (part.type === 'tool-call') {
-    return { type: 'text', text: `[Provider tool ${name} (${id}) was called with input ${oneLine(safeJson(part['input']), 2_000)}]` };
+    return {
+      type: 'text',
+      text: `[Provider tool ${name} (${id}) was called with input ${oneLine(safeJson(part['input']), 2_000)}]`,
+    };
   }
   const { text, isError } = toolOutputText(part['output'] as ToolResultOutput | undefined);
   return { type: 'text', text: `[${isError ? 'Error' : 'Result'} of provider tool ${name} (${id}):]\n${text}` };
@@ -362,7 +384,9 @@ function indexInputs({ messages, origins }: GuardPrompt): InputParts {
   return {
     sdkPartOf(part, role, taken) {
       if (inputs.has(part)) return sdkOf(part);
-      const input = byKey.get(keyOf(part))?.find((c) => c.role === role && !taken.has(c.part) && shallowEqual(c.part, part))?.part;
+      const input = byKey
+        .get(keyOf(part))
+        ?.find((c) => c.role === role && !taken.has(c.part) && shallowEqual(c.part, part))?.part;
       if (!input) return undefined;
       taken.add(input);
       return sdkOf(input);
@@ -404,7 +428,10 @@ function toV4Data(data: DataContent): SharedV4FileData {
  * A V4 file part or output item as the guard reads it: text for an inline text document, `media`
  * of the guard's data for data it can price, else the part itself (a variant this code does not know).
  */
-function fromV4File(part: Part, media: (data: string | Uint8Array, mediaType: unknown, providerOptions: Record<string, unknown>) => Part): Part {
+function fromV4File(
+  part: Part,
+  media: (data: string | Uint8Array, mediaType: unknown, providerOptions: Record<string, unknown>) => Part,
+): Part {
   const data = part['data'] as SharedV4FileData;
   const providerOptions = optional('providerOptions', part['providerOptions']);
   // An inline text document is read by the model as text, so the guard measures it as text.
@@ -431,7 +458,13 @@ const v4: Dialect = {
     );
   },
   fromMedia(data, mediaType, filename, providerOptions) {
-    return { type: 'file', data: toV4Data(data), mediaType, ...optional('filename', filename), ...optional('providerOptions', providerOptions) };
+    return {
+      type: 'file',
+      data: toV4Data(data),
+      mediaType,
+      ...optional('filename', filename),
+      ...optional('providerOptions', providerOptions),
+    };
   },
   fromItem(item) {
     if (item.type !== 'image-data' && item.type !== 'file-data' && item.type !== 'media') return item;
@@ -466,7 +499,12 @@ const v3: Dialect = {
   // A V3 file part is already a guard file part; only images are told apart, to be priced as images.
   toPart(part) {
     if (part.type !== 'file' || !isImage(part['mediaType'])) return part;
-    return { type: 'image', image: part['data'], mediaType: part['mediaType'], ...optional('providerOptions', part['providerOptions']) };
+    return {
+      type: 'image',
+      image: part['data'],
+      mediaType: part['mediaType'],
+      ...optional('providerOptions', part['providerOptions']),
+    };
   },
   // `image-data` and `file-data` are what the estimator reads; the references become their data.
   toItem(item) {
@@ -475,17 +513,33 @@ const v3: Dialect = {
       case 'image-url':
         return { type: 'image-data', data: item['url'], mediaType: 'image/*', ...providerOptions };
       case 'file-url':
-        return { type: 'file-data', data: item['url'], mediaType: item['mediaType'] ?? 'application/octet-stream', ...providerOptions };
+        return {
+          type: 'file-data',
+          data: item['url'],
+          mediaType: item['mediaType'] ?? 'application/octet-stream',
+          ...providerOptions,
+        };
       case 'image-file-id':
         return { type: 'image-data', data: referenceString(item['fileId']), mediaType: 'image/*', ...providerOptions };
       case 'file-id':
-        return { type: 'file-data', data: referenceString(item['fileId']), mediaType: 'application/octet-stream', ...providerOptions };
+        return {
+          type: 'file-data',
+          data: referenceString(item['fileId']),
+          mediaType: 'application/octet-stream',
+          ...providerOptions,
+        };
       default:
         return item;
     }
   },
   fromMedia(data, mediaType, filename, providerOptions) {
-    return { type: 'file', data: toBytes(data), mediaType, ...optional('filename', filename), ...optional('providerOptions', providerOptions) };
+    return {
+      type: 'file',
+      data: toBytes(data),
+      mediaType,
+      ...optional('filename', filename),
+      ...optional('providerOptions', providerOptions),
+    };
   },
   fromItem(item) {
     if (item.type !== 'image-data' && item.type !== 'file-data' && item.type !== 'media') return item;
@@ -499,7 +553,13 @@ const v3: Dialect = {
       return { type: 'file-url', url: data, ...optional('mediaType', item['mediaType']), ...providerOptions };
     }
     if (item.type !== 'media') return item;
-    return { type: image ? 'image-data' : 'file-data', data, mediaType: item['mediaType'], ...optional('filename', item['filename']), ...providerOptions };
+    return {
+      type: image ? 'image-data' : 'file-data',
+      data,
+      mediaType: item['mediaType'],
+      ...optional('filename', item['filename']),
+      ...providerOptions,
+    };
   },
 };
 

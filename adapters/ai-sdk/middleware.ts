@@ -20,7 +20,14 @@ import { retryAfterOverflow } from '../shared/overflow-retry.ts';
 import { adapterGuard, latestModelSummarizer } from '../shared/owned-guard.ts';
 import { deriveSessionId, hostSessionId } from '../shared/session-id.ts';
 import { usageFromAiSdk } from '../shared/usage.ts';
-import { fromGuardMessages, fromGuardMessagesV3, toGuardMessages, toGuardMessagesV3, toGuardTools, type GuardPrompt } from './convert.ts';
+import {
+  fromGuardMessages,
+  fromGuardMessagesV3,
+  toGuardMessages,
+  toGuardMessagesV3,
+  toGuardTools,
+  type GuardPrompt,
+} from './convert.ts';
 import { recordToolCalls } from './sessions.ts';
 import { guardedStream, type StreamPart } from './stream.ts';
 import { modelSummarizer } from './summarizer.ts';
@@ -91,9 +98,19 @@ function createAdapter(options: ContextGuardMiddlewareOptions, dialect: Dialect)
   const models = new BoundedMap<string, AnyModel>(MAX_TRACKED_SESSIONS);
   const { guard, owned } = adapterGuard<AdapterOptions>(options, ['retryOnOverflow'], {
     summarizer: () =>
-      latestModelSummarizer((sessionId) => models.get(sessionId), modelSummarizer, 'no model is known for this session yet'),
+      latestModelSummarizer(
+        (sessionId) => models.get(sessionId),
+        modelSummarizer,
+        'no model is known for this session yet',
+      ),
   });
-  return { guard, dialect, retryOnOverflow: options.retryOnOverflow ?? true, models: owned ? models : undefined, calls: new WeakMap() };
+  return {
+    guard,
+    dialect,
+    retryOnOverflow: options.retryOnOverflow ?? true,
+    models: owned ? models : undefined,
+    calls: new WeakMap(),
+  };
 }
 
 /**
@@ -106,10 +123,18 @@ function toGuardPrompt(adapter: Adapter, prompt: readonly unknown[]): GuardPromp
   if (objects.length === prompt.length) return adapter.dialect.toGuard(prompt);
   const converted = adapter.dialect.toGuard(objects);
   let next = 0;
-  return { ...converted, messages: prompt.map((entry) => (isObject(entry) ? converted.messages[next++] : entry)) as GuardMessage[] };
+  return {
+    ...converted,
+    messages: prompt.map((entry) => (isObject(entry) ? converted.messages[next++] : entry)) as GuardMessage[],
+  };
 }
 
-async function guardParams(adapter: Adapter, params: AnyParams, model: AnyModel, sessionId: string): Promise<AnyParams> {
+async function guardParams(
+  adapter: Adapter,
+  params: AnyParams,
+  model: AnyModel,
+  sessionId: string,
+): Promise<AnyParams> {
   const converted = toGuardPrompt(adapter, params.prompt as readonly unknown[]);
   const r = await adapter.guard.beforeModel({
     sessionId,
@@ -133,7 +158,10 @@ function strip(params: AnyParams): { stripped: AnyParams; requested: unknown } {
 
 // Never throws: a prompt the adapter cannot read goes to the provider as it came (the provider
 // reports its own error for it), and onEvent hears of it.
-async function transformParams(adapter: Adapter, { params, model }: { params: AnyParams; model: AnyModel }): Promise<AnyParams> {
+async function transformParams(
+  adapter: Adapter,
+  { params, model }: { params: AnyParams; model: AnyModel },
+): Promise<AnyParams> {
   let sessionId: string | undefined;
   let stripped = params;
   try {
@@ -161,9 +189,16 @@ function record(adapter: Adapter, sessionId: string, usage: unknown): Promise<vo
 }
 
 /** After a context-length rejection, the call's params guarded again (compacted); undefined for anything else. */
-function recover(adapter: Adapter, info: CallInfo | undefined, model: AnyModel, error: unknown): Promise<AnyParams | undefined> {
+function recover(
+  adapter: Adapter,
+  info: CallInfo | undefined,
+  model: AnyModel,
+  error: unknown,
+): Promise<AnyParams | undefined> {
   if (!adapter.retryOnOverflow || !info) return Promise.resolve(undefined);
-  return retryAfterOverflow(adapter.guard, info.sessionId, error, () => guardParams(adapter, info.original, model, info.sessionId));
+  return retryAfterOverflow(adapter.guard, info.sessionId, error, () =>
+    guardParams(adapter, info.original, model, info.sessionId),
+  );
 }
 
 interface WrapArgs {
@@ -173,7 +208,10 @@ interface WrapArgs {
 
 // After a context-length rejection, the call runs once more on the compacted params (directly on
 // the model: the retry is already guarded). Any other error, or a second rejection, is thrown as it is.
-async function wrapGenerate(adapter: Adapter, { doGenerate, params, model }: WrapArgs & { doGenerate: () => PromiseLike<unknown> }) {
+async function wrapGenerate(
+  adapter: Adapter,
+  { doGenerate, params, model }: WrapArgs & { doGenerate: () => PromiseLike<unknown> },
+) {
   const info = adapter.calls.get(params);
   let result: unknown;
   try {
@@ -190,7 +228,10 @@ async function wrapGenerate(adapter: Adapter, { doGenerate, params, model }: Wra
   return result;
 }
 
-async function wrapStream(adapter: Adapter, { doStream, params, model }: WrapArgs & { doStream: () => PromiseLike<unknown> }) {
+async function wrapStream(
+  adapter: Adapter,
+  { doStream, params, model }: WrapArgs & { doStream: () => PromiseLike<unknown> },
+) {
   const info = adapter.calls.get(params);
   // One retry per call, whether the rejection is thrown by doStream or arrives in the stream.
   let retried = false;
@@ -242,11 +283,15 @@ function middleware(options: ContextGuardMiddlewareOptions, dialect: Dialect, sp
  *
  * The returned middleware carries its `guard` (for `status`, `compact` and `compactTool`).
  */
-export function contextGuardMiddleware(options: ContextGuardMiddlewareOptions = {}): LanguageModelV4Middleware & { guard: ContextGuard } {
+export function contextGuardMiddleware(
+  options: ContextGuardMiddlewareOptions = {},
+): LanguageModelV4Middleware & { guard: ContextGuard } {
   return middleware(options, V4, 'v4') as unknown as LanguageModelV4Middleware & { guard: ContextGuard };
 }
 
 /** The same middleware for ai 6 (`LanguageModelV3Middleware`, V3 prompts). */
-export function contextGuardMiddlewareV3(options: ContextGuardMiddlewareOptions = {}): LanguageModelV3Middleware & { guard: ContextGuard } {
+export function contextGuardMiddlewareV3(
+  options: ContextGuardMiddlewareOptions = {},
+): LanguageModelV3Middleware & { guard: ContextGuard } {
   return middleware(options, V3, 'v3') as unknown as LanguageModelV3Middleware & { guard: ContextGuard };
 }

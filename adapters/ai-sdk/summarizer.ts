@@ -8,7 +8,10 @@ function textOf(result: unknown): string {
   const content = (result as { content?: unknown })?.content;
   if (!Array.isArray(content)) return '';
   return content
-    .filter((p): p is { type: 'text'; text: string } => (p as { type?: unknown })?.type === 'text' && typeof (p as { text?: unknown }).text === 'string')
+    .filter(
+      (p): p is { type: 'text'; text: string } =>
+        (p as { type?: unknown })?.type === 'text' && typeof (p as { text?: unknown }).text === 'string',
+    )
     .map((p) => p.text)
     .join('');
 }

@@ -6,7 +6,7 @@
 //   still over, on a copy: the state is not touched there; when the provider still rejects it for
 //   its length, it is compacted and sent once more;
 // - afterModel records the provider's real count from the new AIMessage's usage_metadata.
-import { RemoveMessage, SystemMessage, type BaseMessage } from '@langchain/core/messages';
+import { RemoveMessage, type SystemMessage, type BaseMessage } from '@langchain/core/messages';
 import { createMiddleware, type ModelRequest, type WrapModelCallHandler } from 'langchain';
 import type { ContextGuard, ContextGuardOptions, ErrorEvent, ToolDefinition } from '../../src/index.ts';
 import { BoundedMap } from '../shared/bounded-map.ts';
@@ -35,7 +35,8 @@ export interface AgentMiddlewareOptions {
 }
 
 /** Core options (a new guard, whose summarizer defaults to the agent's model), or an existing guard. */
-export type ContextGuardAgentMiddlewareOptions = (ContextGuardOptions | { guard: ContextGuard }) & AgentMiddlewareOptions;
+export type ContextGuardAgentMiddlewareOptions = (ContextGuardOptions | { guard: ContextGuard }) &
+  AgentMiddlewareOptions;
 
 /** What the last model call of a session showed of the request beyond its messages. */
 interface RequestShape {
@@ -70,7 +71,12 @@ function sameList(a: readonly unknown[], b: readonly unknown[]): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
-function sessionOf(agent: AgentGuard, runtime: unknown, messages: readonly BaseMessage[], stage: ErrorEvent['stage']): string {
+function sessionOf(
+  agent: AgentGuard,
+  runtime: unknown,
+  messages: readonly BaseMessage[],
+  stage: ErrorEvent['stage'],
+): string {
   const threadId = hostSessionId(threadIdOf(runtime));
   return (
     resolveSessionId({
@@ -148,7 +154,10 @@ async function fitRequest(agent: AgentGuard, request: ModelRequest, handler: Wra
   agent.checked.delete(sessionId);
   // The request beforeModel just checked, unchanged (same messages, system message and tools): already estimated and fitted.
   const checkedAlready =
-    seen?.shape && sameList(seen.messages, request.messages) && seen.shape.system === shape.system && seen.shape.tools === shape.tools;
+    seen?.shape &&
+    sameList(seen.messages, request.messages) &&
+    seen.shape.system === shape.system &&
+    seen.shape.tools === shape.tools;
   const messages = checkedAlready ? undefined : await guardMessages(agent, sessionId, shape, request.messages);
   try {
     return await handler(messages ? { ...request, messages } : request);

@@ -114,7 +114,9 @@ export class ContextGuardCallbackHandler extends BaseCallbackHandler {
     return (tags ?? info.tags).includes(SUMMARIZER_TAG) ? undefined : info;
   }
 
-  override handleChatModelStart(...[, messages, runId, parentRunId, , tags, metadata]: StartArgs<BaseMessage[][]>): void {
+  override handleChatModelStart(
+    ...[, messages, runId, parentRunId, , tags, metadata]: StartArgs<BaseMessage[][]>
+  ): void {
     this.remember({ ...runInfo(runId, parentRunId, tags, metadata), messages: messages?.[0] ?? [] });
   }
 

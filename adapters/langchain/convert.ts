@@ -134,7 +134,9 @@ function mediaOf(block: Block): Media | { text: string } | undefined {
   // Standard v0 data blocks: { source_type, url | data | id | text, mime_type }.
   switch (block['source_type']) {
     case 'url':
-      return typeof block['url'] === 'string' ? { data: block['url'], mediaType: mimeType ?? mediaTypeOfDataUrl(block['url']) } : undefined;
+      return typeof block['url'] === 'string'
+        ? { data: block['url'], mediaType: mimeType ?? mediaTypeOfDataUrl(block['url']) }
+        : undefined;
     case 'base64':
       return typeof block['data'] === 'string' ? { data: block['data'], mediaType: mimeType } : undefined;
     case 'id':
@@ -143,8 +145,10 @@ function mediaOf(block: Block): Media | { text: string } | undefined {
       return typeof block['text'] === 'string' ? { text: block['text'] } : undefined;
   }
   // Standard v1 blocks: { url | data | fileId, mimeType }.
-  if (typeof block['url'] === 'string') return { data: block['url'], mediaType: mimeType ?? mediaTypeOfDataUrl(block['url']) };
-  if (typeof block['data'] === 'string' || block['data'] instanceof Uint8Array) return { data: block['data'] as DataContent, mediaType: mimeType };
+  if (typeof block['url'] === 'string')
+    return { data: block['url'], mediaType: mimeType ?? mediaTypeOfDataUrl(block['url']) };
+  if (typeof block['data'] === 'string' || block['data'] instanceof Uint8Array)
+    return { data: block['data'] as DataContent, mediaType: mimeType };
   if (typeof block['fileId'] === 'string') return { data: FILE_ID_PREFIX + block['fileId'], mediaType: mimeType };
   // Anthropic: { source: { type: 'base64' | 'url' | 'text' | 'file', ... } }.
   const source = block['source'];
@@ -153,7 +157,8 @@ function mediaOf(block: Block): Media | { text: string } | undefined {
     if (source['type'] === 'base64' && typeof source['data'] === 'string') return { data: source['data'], mediaType };
     if (source['type'] === 'url' && typeof source['url'] === 'string') return { data: source['url'], mediaType };
     if (source['type'] === 'text' && typeof source['data'] === 'string') return { text: source['data'] };
-    if (source['type'] === 'file' && typeof source['file_id'] === 'string') return { data: FILE_ID_PREFIX + source['file_id'], mediaType };
+    if (source['type'] === 'file' && typeof source['file_id'] === 'string')
+      return { data: FILE_ID_PREFIX + source['file_id'], mediaType };
     return undefined;
   }
   // OpenAI chat completions: { file: { file_data | file_id, filename } }, { input_audio: { data, format } }.
@@ -161,18 +166,36 @@ function mediaOf(block: Block): Media | { text: string } | undefined {
   if (isObject(file)) {
     const filename = str(file['filename']);
     if (typeof file['file_data'] === 'string') {
-      return { data: file['file_data'], mediaType: mediaTypeOfDataUrl(file['file_data']) ?? mimeType, ...optional('filename', filename) };
+      return {
+        data: file['file_data'],
+        mediaType: mediaTypeOfDataUrl(file['file_data']) ?? mimeType,
+        ...optional('filename', filename),
+      };
     }
-    if (typeof file['file_id'] === 'string') return { data: FILE_ID_PREFIX + file['file_id'], mediaType: mimeType, ...optional('filename', filename) };
+    if (typeof file['file_id'] === 'string')
+      return { data: FILE_ID_PREFIX + file['file_id'], mediaType: mimeType, ...optional('filename', filename) };
   }
   const audio = block['input_audio'];
   if (isObject(audio) && typeof audio['data'] === 'string') {
-    return { data: audio['data'], mediaType: typeof audio['format'] === 'string' ? `audio/${audio['format']}` : 'audio/*' };
+    return {
+      data: audio['data'],
+      mediaType: typeof audio['format'] === 'string' ? `audio/${audio['format']}` : 'audio/*',
+    };
   }
   return undefined;
 }
 
-const MEDIA_BLOCKS = new Set(['image', 'image_url', 'input_image', 'file', 'audio', 'video', 'document', 'input_audio', 'text-plain']);
+const MEDIA_BLOCKS = new Set([
+  'image',
+  'image_url',
+  'input_image',
+  'file',
+  'audio',
+  'video',
+  'document',
+  'input_audio',
+  'text-plain',
+]);
 
 /** The guard part for a media block (image or file), or the block itself when it cannot be read. */
 function mediaPart(block: Block, fileOnly: boolean): Part {
@@ -182,7 +205,14 @@ function mediaPart(block: Block, fileOnly: boolean): Part {
     // Chat completions `{ image_url: string | { url, detail } }`; Responses `{ image_url?, file_id?, detail }`.
     const imageUrl = block['image_url'];
     const fileId = str(block['file_id']);
-    const url = typeof imageUrl === 'string' ? imageUrl : isObject(imageUrl) ? str(imageUrl['url']) : fileId !== undefined ? FILE_ID_PREFIX + fileId : undefined;
+    const url =
+      typeof imageUrl === 'string'
+        ? imageUrl
+        : isObject(imageUrl)
+          ? str(imageUrl['url'])
+          : fileId !== undefined
+            ? FILE_ID_PREFIX + fileId
+            : undefined;
     if (url === undefined) return block;
     media = { data: url, mediaType: mediaTypeOfDataUrl(url) ?? 'image/*' };
     // OpenAI's `detail: 'low'` is priced as such by the estimator.
@@ -194,11 +224,22 @@ function mediaPart(block: Block, fileOnly: boolean): Part {
   if (media === undefined) return block;
   // An inline text document is read by the model as text, so the guard measures it as text.
   if ('text' in media) return { type: 'text', text: media.text };
-  const fallback = block.type === 'image' || block.type === 'image_url' || block.type === 'input_image' ? 'image/*' : block.type === 'audio' || block.type === 'video' ? `${block.type}/*` : 'application/octet-stream';
+  const fallback =
+    block.type === 'image' || block.type === 'image_url' || block.type === 'input_image'
+      ? 'image/*'
+      : block.type === 'audio' || block.type === 'video'
+        ? `${block.type}/*`
+        : 'application/octet-stream';
   const mediaType = media.mediaType ?? fallback;
   const po = optional('providerOptions', providerOptions);
   if (!fileOnly && /^image(\/|$)/i.test(mediaType)) return { type: 'image', image: media.data, mediaType, ...po };
-  return { type: 'file', data: media.data, mediaType, ...optional('filename', media.filename ?? str(block['filename'])), ...po };
+  return {
+    type: 'file',
+    data: media.data,
+    mediaType,
+    ...optional('filename', media.filename ?? str(block['filename'])),
+    ...po,
+  };
 }
 
 /** The guard item of a `content` tool output for a block of a ToolMessage's content. */
@@ -214,7 +255,12 @@ function outputItem(block: unknown): Part {
     part.type === 'image'
       ? { type: 'image-data', data: part['image'], mediaType: part['mediaType'] }
       : part.type === 'file'
-        ? { type: 'file-data', data: part['data'], mediaType: part['mediaType'], ...optional('filename', part['filename']) }
+        ? {
+            type: 'file-data',
+            data: part['data'],
+            mediaType: part['mediaType'],
+            ...optional('filename', part['filename']),
+          }
         : part;
   origins.set(item, b);
   return item;
@@ -229,7 +275,15 @@ function plainText(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return content === undefined || content === null ? '' : JSON.stringify(content);
   return content
-    .map((b: unknown) => (typeof b === 'string' ? b : isObject(b) && typeof b['text'] === 'string' ? b['text'] : isObject(b) ? JSON.stringify(b) : ''))
+    .map((b: unknown) =>
+      typeof b === 'string'
+        ? b
+        : isObject(b) && typeof b['text'] === 'string'
+          ? b['text']
+          : isObject(b)
+            ? JSON.stringify(b)
+            : '',
+    )
     .join('\n');
 }
 
@@ -264,7 +318,14 @@ function assistantContent(message: BaseMessage): string | Part[] {
   if (typeof content === 'string' && calls.length === 0) return content;
   const ids = new Set(calls.map((c) => c.id));
   const parts: Part[] = [];
-  const blocks: unknown[] = typeof content === 'string' ? (content ? [{ type: 'text', text: content }] : []) : Array.isArray(content) ? content : [];
+  const blocks: unknown[] =
+    typeof content === 'string'
+      ? content
+        ? [{ type: 'text', text: content }]
+        : []
+      : Array.isArray(content)
+        ? content
+        : [];
   for (const block of blocks) {
     if (typeof block === 'string') {
       parts.push({ type: 'text', text: block });
@@ -282,7 +343,12 @@ function assistantContent(message: BaseMessage): string | Part[] {
       // Repeats a `tool_calls` entry: counted there, and restored with it on the way back.
       if (id !== undefined && ids.has(id)) continue;
       // A tool call that lives only in the content (no `tool_calls` entry) is still a call to pair.
-      part = { type: 'tool-call', toolCallId: id ?? '', toolName: str(b['name']) ?? '', input: b['input'] ?? b['args'] ?? parseArguments(b['arguments']) ?? {} };
+      part = {
+        type: 'tool-call',
+        toolCallId: id ?? '',
+        toolName: str(b['name']) ?? '',
+        input: b['input'] ?? b['args'] ?? parseArguments(b['arguments']) ?? {},
+      };
       contentCalls.add(part);
     } else if (typeof b.type === 'string' && MEDIA_BLOCKS.has(b.type)) {
       part = mediaPart(b, true);
@@ -342,7 +408,8 @@ function convert(message: BaseMessage, toolName: string | undefined): GuardMessa
 function guardOf(message: BaseMessage, toolName: string | undefined): GuardMessage {
   const cached = conversions.get(message);
   const toolCalls = (message as { tool_calls?: unknown }).tool_calls;
-  if (cached && cached.content === message.content && cached.toolCalls === toolCalls && cached.toolName === toolName) return cached.guard;
+  if (cached && cached.content === message.content && cached.toolCalls === toolCalls && cached.toolName === toolName)
+    return cached.guard;
   const guard = convert(message, toolName);
   conversions.set(message, { guard, content: message.content, toolCalls, toolName });
   origins.set(guard, message);
@@ -359,10 +426,14 @@ export function toGuardMessages(messages: readonly BaseMessage[]): GuardMessage[
   return messages.map((message) => {
     if (!isObject(message)) return message as unknown as GuardMessage;
     const role = roleOf(message);
-    const name = role === 'tool' ? (str(message.name) ?? names.get(String((message as { tool_call_id?: unknown }).tool_call_id))) : undefined;
+    const name =
+      role === 'tool'
+        ? (str(message.name) ?? names.get(String((message as { tool_call_id?: unknown }).tool_call_id)))
+        : undefined;
     const guard = guardOf(message, name);
     if (role === 'assistant' && Array.isArray(guard.content)) {
-      for (const part of guard.content) if (part?.type === 'tool-call' && part.toolCallId) names.set(part.toolCallId, part.toolName);
+      for (const part of guard.content)
+        if (part?.type === 'tool-call' && part.toolCallId) names.set(part.toolCallId, part.toolName);
     }
     return guard;
   });
@@ -393,7 +464,15 @@ const STORED_ITEM_ID = /^(msg|fc|rs)_/;
 // Fields of a content block that point at the original text: Anthropic's citations (signed
 // indexes into search results), OpenAI's annotations (offsets into the original) and item ids,
 // signatures over the original.
-const BLOCK_REFERENCES = new Set(['id', 'citations', 'annotations', 'signature', 'thoughtSignature', 'thought_signature', 'encrypted_content']);
+const BLOCK_REFERENCES = new Set([
+  'id',
+  'citations',
+  'annotations',
+  'signature',
+  'thoughtSignature',
+  'thought_signature',
+  'encrypted_content',
+]);
 
 /** `record` without the keys in `keys`; the same object when it has none. */
 function without(record: Record<string, unknown>, keys: ReadonlySet<string>): Record<string, unknown> {
@@ -435,12 +514,18 @@ function restoreUnchanged(parts: readonly Part[], source: BaseMessage | undefine
   const originals = new Set<Part>();
   const restored = parts.map((part) => {
     if (!isObject(part)) return part;
-    const same = inputs.includes(part) ? part : inputs.find((p) => isObject(p) && !originals.has(p) && shallowEqual(p, part));
+    const same = inputs.includes(part)
+      ? part
+      : inputs.find((p) => isObject(p) && !originals.has(p) && shallowEqual(p, part));
     if (!same) return part;
     originals.add(same);
     return same;
   });
-  return { parts: restored, originals, unchanged: restored.length === inputs.length && restored.every((p, i) => p === inputs[i]) };
+  return {
+    parts: restored,
+    originals,
+    unchanged: restored.length === inputs.length && restored.every((p, i) => p === inputs[i]),
+  };
 }
 
 /** A data reference as LangChain's standard v1 data fields. */
@@ -477,8 +562,18 @@ function blockOf(part: Part, originals: ReadonlySet<Part> = new Set()): unknown 
     case 'file-data':
     case 'media': {
       const mediaType = str(part['mediaType']);
-      const type = mediaType?.startsWith('image/') ? 'image' : mediaType?.startsWith('audio/') ? 'audio' : mediaType?.startsWith('video/') ? 'video' : 'file';
-      return { type, ...dataFields(part['data'] as DataContent, mediaType), ...optional('metadata', part['filename'] !== undefined ? { filename: part['filename'] } : undefined) };
+      const type = mediaType?.startsWith('image/')
+        ? 'image'
+        : mediaType?.startsWith('audio/')
+          ? 'audio'
+          : mediaType?.startsWith('video/')
+            ? 'video'
+            : 'file';
+      return {
+        type,
+        ...dataFields(part['data'] as DataContent, mediaType),
+        ...optional('metadata', part['filename'] !== undefined ? { filename: part['filename'] } : undefined),
+      };
     }
     default:
       return part;
@@ -487,7 +582,9 @@ function blockOf(part: Part, originals: ReadonlySet<Part> = new Set()): unknown 
 
 /** A string when every block is plain text and the original was a string too. */
 function contentOf(parts: unknown[], preferString: boolean): string | unknown[] {
-  const plain = parts.every((b) => isObject(b) && b['type'] === 'text' && typeof b['text'] === 'string' && Object.keys(b).length === 2);
+  const plain = parts.every(
+    (b) => isObject(b) && b['type'] === 'text' && typeof b['text'] === 'string' && Object.keys(b).length === 2,
+  );
   return preferString && plain ? parts.map((b) => (b as { text: string }).text).join('\n') : parts;
 }
 
@@ -500,7 +597,11 @@ function toolCallOf(part: Part): ToolCall {
   return { type: 'tool_call', id: String(part['toolCallId'] ?? ''), name: String(part['toolName'] ?? ''), args };
 }
 
-function buildAssistant(message: GuardMessage, restored: Omit<RestoredParts, 'unchanged'>, source: BaseMessage | undefined): BaseMessage {
+function buildAssistant(
+  message: GuardMessage,
+  restored: Omit<RestoredParts, 'unchanged'>,
+  source: BaseMessage | undefined,
+): BaseMessage {
   const { parts, originals } = restored;
   const calls = parts.filter((p) => isObject(p) && p.type === 'tool-call' && !contentCalls.has(p));
   // Calls sent as they were: their content blocks and raw entries still say what the call was.
@@ -512,7 +613,13 @@ function buildAssistant(message: GuardMessage, restored: Omit<RestoredParts, 'un
     // Content blocks repeating a kept call (Anthropic `tool_use`) go back with it; a removed or edited
     // call's go (the provider package writes an edited call from `tool_calls`, not from the original block).
     const repeated = Array.isArray(source?.content)
-      ? (source.content as unknown[]).filter((b) => isObject(b) && TOOL_CALL_BLOCKS.has(String(b['type'])) && keptIds.has(String(blockCallId(b))) && !blocks.includes(b))
+      ? (source.content as unknown[]).filter(
+          (b) =>
+            isObject(b) &&
+            TOOL_CALL_BLOCKS.has(String(b['type'])) &&
+            keptIds.has(String(blockCallId(b))) &&
+            !blocks.includes(b),
+        )
       : [];
     content = contentOf([...blocks, ...repeated], typeof source?.content === 'string' || source === undefined);
   }
@@ -575,7 +682,12 @@ function build(message: GuardMessage): BaseMessage[] {
   // Fields are kept only from a message of the same role (an orphan result that became user text is new).
   const same = source && roleOf(source) === message.role ? source : undefined;
   if (message.role === 'system') {
-    return [new SystemMessage({ ...kept(same), content: typeof message.content === 'string' ? message.content : plainText(message.content) })];
+    return [
+      new SystemMessage({
+        ...kept(same),
+        content: typeof message.content === 'string' ? message.content : plainText(message.content),
+      }),
+    ];
   }
   if (typeof message.content === 'string') {
     if (same && conversions.get(same)?.guard.content === message.content) return [same];
@@ -622,8 +734,14 @@ export function fromGuardMessages(messages: readonly GuardMessage[]): BaseMessag
         out.push(base);
         continue;
       }
-      const toolName = message.role === 'tool' ? (message.content[0] as ToolResultPart | undefined)?.toolName : undefined;
-      conversions.set(base, { guard: message, content: base.content, toolCalls: (base as { tool_calls?: unknown }).tool_calls, toolName: str(base.name) ?? toolName });
+      const toolName =
+        message.role === 'tool' ? (message.content[0] as ToolResultPart | undefined)?.toolName : undefined;
+      conversions.set(base, {
+        guard: message,
+        content: base.content,
+        toolCalls: (base as { tool_calls?: unknown }).tool_calls,
+        toolName: str(base.name) ?? toolName,
+      });
     }
     out.push(...built);
   }
@@ -649,14 +767,27 @@ function definitionOf(tool: unknown): ToolDefinition {
   }
   // OpenAI format { type: 'function', function: { name, description, parameters } }.
   const fn = tool['function'];
-  if (isObject(fn)) return { name: String(fn['name'] ?? ''), ...optional('description', str(fn['description'])), inputSchema: fn['parameters'] };
+  if (isObject(fn))
+    return {
+      name: String(fn['name'] ?? ''),
+      ...optional('description', str(fn['description'])),
+      inputSchema: fn['parameters'],
+    };
   // OpenAI functions { name, parameters }, Anthropic { name, input_schema }.
   if (typeof tool['name'] === 'string' && (tool['parameters'] !== undefined || tool['input_schema'] !== undefined)) {
-    return { name: tool['name'], ...optional('description', str(tool['description'])), inputSchema: tool['parameters'] ?? tool['input_schema'] };
+    return {
+      name: tool['name'],
+      ...optional('description', str(tool['description'])),
+      inputSchema: tool['parameters'] ?? tool['input_schema'],
+    };
   }
   // A provider's built-in tool ({ type: 'web_search_preview' }): what is sent, and can be counted, is the object.
   const { name, description, ...rest } = tool;
-  return { name: str(name) ?? String(tool['type'] ?? ''), ...optional('description', str(description)), inputSchema: rest };
+  return {
+    name: str(name) ?? String(tool['type'] ?? ''),
+    ...optional('description', str(description)),
+    inputSchema: rest,
+  };
 }
 
 const convertTools = memoizedToolConverter(definitionOf);

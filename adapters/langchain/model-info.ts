@@ -6,7 +6,11 @@ import { contextWindowFor } from '../shared/model-window.ts';
 /** The model's name (`model`, else `modelName`, as provider integrations expose it). */
 export function modelIdOf(model: object): string | undefined {
   const m = model as { model?: unknown; modelName?: unknown };
-  return typeof m.model === 'string' && m.model ? m.model : typeof m.modelName === 'string' && m.modelName ? m.modelName : undefined;
+  return typeof m.model === 'string' && m.model
+    ? m.model
+    : typeof m.modelName === 'string' && m.modelName
+      ? m.modelName
+      : undefined;
 }
 
 /** `profile.maxInputTokens` (LangChain 1.x model profiles); undefined when the model has none, or reading it throws. */

@@ -24,7 +24,10 @@ export function responseText(response: unknown): string {
   if (typeof r?.content === 'string') return r.content;
   if (Array.isArray(r?.content)) {
     return r.content
-      .filter((b: unknown) => (b as { type?: unknown })?.type === 'text' && typeof (b as { text?: unknown }).text === 'string')
+      .filter(
+        (b: unknown) =>
+          (b as { type?: unknown })?.type === 'text' && typeof (b as { text?: unknown }).text === 'string',
+      )
       .map((b: { text: string }) => b.text)
       .join('');
   }
@@ -50,7 +53,11 @@ export function langchainSummarizer(model: InvokableChatModel, options: Langchai
       ...context,
       // The guard's signal: it aborts the summary at summarizerTimeoutMs.
       signal: input.signal,
-      tags: [...(context.tags ?? []).filter((tag) => tag !== 'nostream' && tag !== SUMMARIZER_TAG), 'nostream', SUMMARIZER_TAG],
+      tags: [
+        ...(context.tags ?? []).filter((tag) => tag !== 'nostream' && tag !== SUMMARIZER_TAG),
+        'nostream',
+        SUMMARIZER_TAG,
+      ],
       runName: 'context-guard summary',
     });
     return responseText(response);

@@ -7,8 +7,20 @@
 // the wrapped model's run, in the caller's trace, shows exactly the compacted messages the provider received.
 import type { BaseLanguageModelInput } from '@langchain/core/language_models/base';
 import type { BaseChatModelCallOptions, BindToolsInput } from '@langchain/core/language_models/chat_models';
-import { coerceMessageLikeToMessage, HumanMessage, type AIMessageChunk, type BaseMessage, type BaseMessageLike } from '@langchain/core/messages';
-import { ensureConfig, pickRunnableConfigKeys, Runnable, RunnableBinding, type RunnableConfig } from '@langchain/core/runnables';
+import {
+  coerceMessageLikeToMessage,
+  HumanMessage,
+  type AIMessageChunk,
+  type BaseMessage,
+  type BaseMessageLike,
+} from '@langchain/core/messages';
+import {
+  ensureConfig,
+  pickRunnableConfigKeys,
+  Runnable,
+  RunnableBinding,
+  type RunnableConfig,
+} from '@langchain/core/runnables';
 import type { ContextGuard, ContextGuardOptions, GuardMessage, ModelUsage, ToolDefinition } from '../../src/index.ts';
 import { BoundedMap } from '../shared/bounded-map.ts';
 import { ownedGuardWindow, reportAdapterError } from '../shared/model-window.ts';
@@ -41,7 +53,10 @@ export type WithContextGuardOptions = (ContextGuardOptions | { guard: ContextGua
 
 /** A model with LangChain's bindTools, as BaseChatModel declares it (optional there). */
 interface ToolBindable<CallOptions extends RunnableConfig, Output> {
-  bindTools?(tools: BindToolsInput[], kwargs?: Partial<CallOptions>): Runnable<BaseLanguageModelInput, Output, CallOptions>;
+  bindTools?(
+    tools: BindToolsInput[],
+    kwargs?: Partial<CallOptions>,
+  ): Runnable<BaseLanguageModelInput, Output, CallOptions>;
 }
 
 type AnyRunnable = Runnable<BaseLanguageModelInput, unknown, RunnableConfig>;
@@ -86,11 +101,10 @@ function toBaseMessages(input: BaseLanguageModelInput): BaseMessage[] {
  * wrapped model with the compacted messages; `bindTools` returns another guarded model, whose
  * tool definitions are counted in every estimate.
  */
-export class GuardedChatModel<CallOptions extends BaseChatModelCallOptions = BaseChatModelCallOptions, Output = AIMessageChunk> extends Runnable<
-  BaseLanguageModelInput,
-  Output,
-  CallOptions
-> {
+export class GuardedChatModel<
+  CallOptions extends BaseChatModelCallOptions = BaseChatModelCallOptions,
+  Output = AIMessageChunk,
+> extends Runnable<BaseLanguageModelInput, Output, CallOptions> {
   override lc_namespace = ['context_guard', 'langchain'];
 
   readonly guard: ContextGuard;
@@ -139,13 +153,17 @@ export class GuardedChatModel<CallOptions extends BaseChatModelCallOptions = Bas
       call = retry;
       response = (await this.fields.bound.invoke(call.input, config)) as Output;
     }
-    if (call.sessionId) await this.guard.afterModel({ sessionId: call.sessionId, usage: usageFromMessage(response) ?? null });
+    if (call.sessionId)
+      await this.guard.afterModel({ sessionId: call.sessionId, usage: usageFromMessage(response) ?? null });
     return response;
   }
 
   // A rejection before the first chunk is retried as invoke's is; once a chunk has reached the
   // caller, errors pass as they come.
-  override async *_streamIterator(input: BaseLanguageModelInput, options?: Partial<CallOptions>): AsyncGenerator<Output> {
+  override async *_streamIterator(
+    input: BaseLanguageModelInput,
+    options?: Partial<CallOptions>,
+  ): AsyncGenerator<Output> {
     const config = ensureConfig(options) as Partial<CallOptions>;
     let call = await this.prepare(input, config);
     let retried = false;
@@ -183,7 +201,8 @@ export class GuardedChatModel<CallOptions extends BaseChatModelCallOptions = Bas
    */
   bindTools(tools: BindToolsInput[], kwargs?: Partial<CallOptions>): GuardedChatModel<CallOptions, Output> {
     const model = this.fields.model as ToolBindable<CallOptions, Output>;
-    if (typeof model.bindTools !== 'function') throw new Error(`context-guard: ${this.getName()} does not support bindTools`);
+    if (typeof model.bindTools !== 'function')
+      throw new Error(`context-guard: ${this.getName()} does not support bindTools`);
     let bound: AnyRunnable = model.bindTools(tools, kwargs) as unknown as AnyRunnable;
     const binding = this.fields.binding;
     if (binding) {
@@ -256,12 +275,20 @@ export class GuardedChatModel<CallOptions extends BaseChatModelCallOptions = Bas
 }
 
 /** The model inside bindings (`model.withConfig(...)`), and the outermost binding. */
-function unwrap(model: object): { base: object; binding: RunnableBinding<BaseLanguageModelInput, unknown, RunnableConfig> | undefined; tools: unknown } {
+function unwrap(model: object): {
+  base: object;
+  binding: RunnableBinding<BaseLanguageModelInput, unknown, RunnableConfig> | undefined;
+  tools: unknown;
+} {
   let base: object = model;
   let tools: unknown;
-  const binding = RunnableBinding.isRunnableBinding(model) ? (model as RunnableBinding<BaseLanguageModelInput, unknown, RunnableConfig>) : undefined;
+  const binding = RunnableBinding.isRunnableBinding(model)
+    ? (model as RunnableBinding<BaseLanguageModelInput, unknown, RunnableConfig>)
+    : undefined;
   while (RunnableBinding.isRunnableBinding(base)) {
-    const b = base as RunnableBinding<BaseLanguageModelInput, unknown, RunnableConfig> & { kwargs?: Record<string, unknown> };
+    const b = base as RunnableBinding<BaseLanguageModelInput, unknown, RunnableConfig> & {
+      kwargs?: Record<string, unknown>;
+    };
     // Tools bound before wrapping: in the kwargs, or the config (chat models' bindTools use withConfig).
     tools ??= b.kwargs?.['tools'] ?? (b.config as Record<string, unknown> | undefined)?.['tools'];
     base = b.bound;
@@ -282,7 +309,10 @@ function unwrap(model: object): { base: object; binding: RunnableBinding<BaseLan
  * fallback. With `{ guard }`, the guard's own window settings apply. The summarizer defaults to
  * the wrapped model itself (see `langchainSummarizer`). The result carries its `guard`.
  */
-export function withContextGuard<CallOptions extends BaseChatModelCallOptions = BaseChatModelCallOptions, Output = AIMessageChunk>(
+export function withContextGuard<
+  CallOptions extends BaseChatModelCallOptions = BaseChatModelCallOptions,
+  Output = AIMessageChunk,
+>(
   chatModel: Runnable<BaseLanguageModelInput, Output, CallOptions>,
   options: WithContextGuardOptions = {},
 ): GuardedChatModel<CallOptions, Output> {

@@ -52,7 +52,8 @@ return 0
 `;
 
 let tokens = 0;
-const newToken = () => `${process.pid}:${Date.now().toString(36)}:${(tokens++).toString(36)}:${Math.random().toString(36).slice(2)}`;
+const newToken = () =>
+  `${process.pid}:${Date.now().toString(36)}:${(tokens++).toString(36)}:${Math.random().toString(36).slice(2)}`;
 
 /** A `StateStore` on Redis (ioredis), safe to share between processes. */
 export class RedisStore implements StateStore<SessionState> {
@@ -78,7 +79,9 @@ export class RedisStore implements StateStore<SessionState> {
   /** The client, created on first use so that importing this module never opens a connection. */
   private client(): Promise<Redis> {
     this.clientPromise ??= import('ioredis').then((mod) => {
-      const RedisClass = ((mod as { default?: unknown }).default ?? (mod as { Redis?: unknown }).Redis) as new (...args: unknown[]) => Redis;
+      const RedisClass = ((mod as { default?: unknown }).default ?? (mod as { Redis?: unknown }).Redis) as new (
+        ...args: unknown[]
+      ) => Redis;
       // A command waits for a (re)connection at most one retry; the guard bounds it further with
       // its storeTimeoutMs and goes on with its in-process copy meanwhile.
       const defaults: RedisOptions = { maxRetriesPerRequest: 1, lazyConnect: false };
@@ -129,12 +132,20 @@ export class RedisStore implements StateStore<SessionState> {
       const version = current?.v ?? 0;
       const next = fn(current?.s);
       const json = JSON.stringify({ v: version + 1, s: next } satisfies Envelope);
-      const written = (await client.eval(COMPARE_AND_SET, 1, key, String(version), json, String(this.ttlSeconds))) as number;
+      const written = (await client.eval(
+        COMPARE_AND_SET,
+        1,
+        key,
+        String(version),
+        json,
+        String(this.ttlSeconds),
+      )) as number;
       if (written === 1) return next;
       // Lost the race: another process wrote in between; re-read and apply the change again. A
       // write that keeps losing gives up rather than overwrite what the others wrote (the guard
       // then goes on with its in-process copy and writes it back later).
-      if (attempt >= this.maxRetries) throw new Error(`context-guard: RedisStore update of "${sessionId}" lost ${attempt + 1} races in a row`);
+      if (attempt >= this.maxRetries)
+        throw new Error(`context-guard: RedisStore update of "${sessionId}" lost ${attempt + 1} races in a row`);
       await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(50, 2 * (attempt + 1))));
     }
   }

@@ -11,7 +11,8 @@ export class BoundedMap<K, V> extends Map<K, V> {
 
   constructor(max: number) {
     super();
-    if (!Number.isInteger(max) || max < 1) throw new RangeError(`BoundedMap: max must be a positive integer; got ${String(max)}`);
+    if (!Number.isInteger(max) || max < 1)
+      throw new RangeError(`BoundedMap: max must be a positive integer; got ${String(max)}`);
     this.max = max;
   }
 

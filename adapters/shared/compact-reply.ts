@@ -11,7 +11,8 @@ export const COMPACT_TOOL_DESCRIPTION =
   'Use it when the context is filling up or before starting a new phase of the task. `focus` says what the summary should keep in most detail.';
 
 /** The description of the tool's `focus` input. */
-export const COMPACT_FOCUS_DESCRIPTION = 'What the summary should preserve in most detail, e.g. "the failing tests and their errors"';
+export const COMPACT_FOCUS_DESCRIPTION =
+  'What the summary should preserve in most detail, e.g. "the failing tests and their errors"';
 
 /** The guard a compact tool was given: a guard, or an adapter (middleware) that carries one. */
 export function guardOf(target: ContextGuard | { guard: ContextGuard }): ContextGuard {
@@ -20,7 +21,12 @@ export function guardOf(target: ContextGuard | { guard: ContextGuard }): Context
 }
 
 /** Schedules a compaction of the session (unless it is small) and returns the tool's answer. */
-export async function requestCompaction(guard: ContextGuard, sessionId: string, focus: string | undefined, minFraction: number): Promise<string> {
+export async function requestCompaction(
+  guard: ContextGuard,
+  sessionId: string,
+  focus: string | undefined,
+  minFraction: number,
+): Promise<string> {
   const status = await guard.status(sessionId);
   if (status && status.fraction < minFraction) {
     return `No compaction needed: the conversation uses ${percent(status.fraction)} of the context window (${status.tokens} tokens).`;

@@ -1,6 +1,12 @@
 // What the adapters ask a guard about a call's window, and how they report their own failures:
 // through the guard's methods (contextWindowFor, reportError), never its options.
-import { matchingOverride, MIN_CONTEXT_WINDOW, type ContextGuard, type ContextGuardOptions, type ErrorEvent } from '../../src/index.ts';
+import {
+  matchingOverride,
+  MIN_CONTEXT_WINDOW,
+  type ContextGuard,
+  type ContextGuardOptions,
+  type ErrorEvent,
+} from '../../src/index.ts';
 
 /** A call as far as its window goes: the model, and the window its host declares (a LangChain profile's `maxInputTokens`). */
 export interface WindowQuery {

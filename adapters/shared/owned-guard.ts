@@ -5,11 +5,17 @@
 import { createContextGuard, type ContextGuard, type ContextGuardOptions, type Summarizer } from '../../src/index.ts';
 
 /** What an adapter takes: core options (a guard of its own) or an existing guard, with its own options. */
-export type GuardOrOptions<AdapterOptions extends object> = (ContextGuardOptions | { guard: ContextGuard }) & AdapterOptions;
+export type GuardOrOptions<AdapterOptions extends object> = (ContextGuardOptions | { guard: ContextGuard }) &
+  AdapterOptions;
 
 /** Whether the options name an existing guard. */
 export function isGuardOption(options: unknown): options is { guard: ContextGuard } {
-  return typeof options === 'object' && options !== null && 'guard' in options && (options as { guard?: unknown }).guard !== undefined;
+  return (
+    typeof options === 'object' &&
+    options !== null &&
+    'guard' in options &&
+    (options as { guard?: unknown }).guard !== undefined
+  );
 }
 
 export interface OwnedGuardDefaults {

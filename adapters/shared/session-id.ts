@@ -14,9 +14,15 @@ function fnv(text: string, seed: number): number {
 
 function stableJson(value: unknown): string {
   try {
-    return JSON.stringify(value, (_key, v: unknown) =>
-      v instanceof Uint8Array ? `bytes:${v.byteLength}:${fnv(String.fromCharCode(...v.subarray(0, 4096)), 0x811c9dc5)}` : v instanceof URL ? v.href : v,
-    ) ?? '';
+    return (
+      JSON.stringify(value, (_key, v: unknown) =>
+        v instanceof Uint8Array
+          ? `bytes:${v.byteLength}:${fnv(String.fromCharCode(...v.subarray(0, 4096)), 0x811c9dc5)}`
+          : v instanceof URL
+            ? v.href
+            : v,
+      ) ?? ''
+    );
   } catch {
     return String(value);
   }

@@ -34,14 +34,19 @@ function aiSdkCount(count: unknown, withParts: boolean): number | undefined {
 
 /** The usage of an AI SDK call (a generate result's or a stream's finish part's `usage`, V3 or V4). */
 export function usageFromAiSdk(value: unknown): ModelUsage | undefined {
-  return safely((u) => (isRecord(u) ? usage(aiSdkCount(u['inputTokens'], true), aiSdkCount(u['outputTokens'], false)) : undefined), value);
+  return safely(
+    (u) => (isRecord(u) ? usage(aiSdkCount(u['inputTokens'], true), aiSdkCount(u['outputTokens'], false)) : undefined),
+    value,
+  );
 }
 
 /** The usage of a LangChain message or chunk: its `usage_metadata` (`input_tokens` includes cached tokens, for every provider). */
 export function usageFromMessage(message: unknown): ModelUsage | undefined {
   return safely((m) => {
     const metadata = isRecord(m) ? m['usage_metadata'] : undefined;
-    return isRecord(metadata) ? usage(numberOr(metadata['input_tokens']), numberOr(metadata['output_tokens'])) : undefined;
+    return isRecord(metadata)
+      ? usage(numberOr(metadata['input_tokens']), numberOr(metadata['output_tokens']))
+      : undefined;
   }, message);
 }
 
@@ -49,7 +54,9 @@ export function usageFromMessage(message: unknown): ModelUsage | undefined {
 export function usageFromLLMOutput(llmOutput: unknown): ModelUsage | undefined {
   return safely((o) => {
     const tokenUsage = isRecord(o) ? o['tokenUsage'] : undefined;
-    return isRecord(tokenUsage) ? usage(numberOr(tokenUsage['promptTokens']), numberOr(tokenUsage['completionTokens'])) : undefined;
+    return isRecord(tokenUsage)
+      ? usage(numberOr(tokenUsage['promptTokens']), numberOr(tokenUsage['completionTokens']))
+      : undefined;
   }, llmOutput);
 }
 

@@ -36,7 +36,8 @@ function mediaOf(m: GuardMessage): unknown[] {
   return m.role === 'user' && Array.isArray(m.content) ? m.content.filter(isMedia) : [];
 }
 
-const payload = (part: unknown) => (part as { image?: unknown; data?: unknown }).image ?? (part as { data?: unknown }).data;
+const payload = (part: unknown) =>
+  (part as { image?: unknown; data?: unknown }).image ?? (part as { data?: unknown }).data;
 
 export interface LatestOutcome {
   /** Every text part of the latest user message is verbatim in one user message of the output. */
@@ -56,12 +57,16 @@ export function latestOutcome(latest: GuardMessage, out: readonly unknown[]): La
   if (out.includes(latest)) return { whole: true, media: media.length, missingMedia: 0 };
   const parts = userTextParts(latest);
   const users = out.filter((m): m is GuardMessage => isMessage(m) && m.role === 'user');
-  const whole = parts.length === 0 || users.some((m) => {
-    const text = userTextOf(m);
-    return parts.every((p) => text.includes(p));
-  });
+  const whole =
+    parts.length === 0 ||
+    users.some((m) => {
+      const text = userTextOf(m);
+      return parts.every((p) => text.includes(p));
+    });
   const sent = users.flatMap(mediaOf);
-  const missingMedia = media.filter((p) => !sent.some((q) => q === p || (payload(q) !== undefined && payload(q) === payload(p)))).length;
+  const missingMedia = media.filter(
+    (p) => !sent.some((q) => q === p || (payload(q) !== undefined && payload(q) === payload(p))),
+  ).length;
   return { whole, media: media.length, missingMedia };
 }
 
@@ -104,7 +109,11 @@ export function startOf(m: GuardMessage, redact: (text: string) => string, chars
  * after, so a mask shorter than a secret in the first characters leaves the line shorter than a
  * redact-then-cut start.
  */
-export function digestStartOf(m: GuardMessage, redact: (text: string) => string, entryChars: number | undefined): string {
+export function digestStartOf(
+  m: GuardMessage,
+  redact: (text: string) => string,
+  entryChars: number | undefined,
+): string {
   const first = userTextParts(m)[0] ?? '';
   return head(collapse(redact(head(collapse(first), entryChars ?? DIGEST_START_CHARS))), DIGEST_START_CHARS);
 }
@@ -142,7 +151,10 @@ export function startSurvives(start: string, haystack: string, entryChars: numbe
 
 /** The output's user texts joined (the summary, continuations, kept and clipped messages). */
 export function userTextsOf(out: readonly unknown[]): string {
-  return out.map(userTextOf).filter((t) => t).join('\n');
+  return out
+    .map(userTextOf)
+    .filter((t) => t)
+    .join('\n');
 }
 
 const REMOVED = /^\[Output of tool [\s\S]* removed to save context/;
@@ -165,7 +177,9 @@ function resultsById(messages: readonly unknown[]): Map<string, ToolResultPart[]
 /** Whether an output is text only (no image or file a placeholder may legitimately replace). */
 function textOnly(part: ToolResultPart): boolean {
   const o = part.output as { type?: unknown; value?: unknown } | undefined;
-  return o?.type !== 'content' || (Array.isArray(o.value) && o.value.every((i: { type?: unknown }) => i?.type === 'text'));
+  return (
+    o?.type !== 'content' || (Array.isArray(o.value) && o.value.every((i: { type?: unknown }) => i?.type === 'text'))
+  );
 }
 
 /**
@@ -187,7 +201,9 @@ export function misplacedPlaceholders(sent: readonly unknown[], out: readonly un
       const size = toolOutputText(original.output).text.length;
       if (size < value.length) {
         const shared = mine.length > 1 ? ` (${mine.length} results share the id)` : '';
-        problems.push(`result ${k + 1} of ${shown.length} with id ${id} (its own output ${size} characters) is sent as "${value.slice(0, 80)}…"${shared}`);
+        problems.push(
+          `result ${k + 1} of ${shown.length} with id ${id} (its own output ${size} characters) is sent as "${value.slice(0, 80)}…"${shared}`,
+        );
       }
     });
   }

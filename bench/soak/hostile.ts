@@ -57,7 +57,16 @@ export function recordedOutlier(kind: Outlier, event: { inputTokens: number; out
 // ---------------------------------------------------------------------------------------------
 
 /** Entries a host's buggy history holds: `null`, non-objects, role-less and unknown-role objects. */
-export const JUNK = ['null', 'undefined', 'number', 'string', 'array', 'role-less', 'unknown-role', 'empty-object'] as const;
+export const JUNK = [
+  'null',
+  'undefined',
+  'number',
+  'string',
+  'array',
+  'role-less',
+  'unknown-role',
+  'empty-object',
+] as const;
 export type Junk = (typeof JUNK)[number];
 export const junkArb = fc.record({ kind: fc.constantFrom(...JUNK), afterUser: fc.boolean() });
 
@@ -198,7 +207,10 @@ function pdf(megabytes: number): Buffer {
       block[i] = x >>> 24;
     }
     const body = Buffer.alloc(megabytes * 1_000_000, block);
-    const open = Buffer.from('%PDF-1.7\n%\u00e2\u00e3\u00cf\u00d3\n1 0 obj\n<< /Type /Catalog >>\nendobj\nstream\n', 'latin1');
+    const open = Buffer.from(
+      '%PDF-1.7\n%\u00e2\u00e3\u00cf\u00d3\n1 0 obj\n<< /Type /Catalog >>\nendobj\nstream\n',
+      'latin1',
+    );
     return Buffer.concat([open, body, Buffer.from('\nendstream\n%%EOF\n', 'latin1')]);
   });
 }
@@ -220,7 +232,11 @@ export function mediaParts(spec: MediaSpec): MediaPart[] {
     return spec.encoding === 'data-url' ? `data:${mediaType};base64,${base64}` : base64;
   };
   if (spec.kind === 'pdf') {
-    const part: MediaPart = { type: 'file', data: encode(pdf(spec.megabytes), 'application/pdf'), mediaType: 'application/pdf' };
+    const part: MediaPart = {
+      type: 'file',
+      data: encode(pdf(spec.megabytes), 'application/pdf'),
+      mediaType: 'application/pdf',
+    };
     if (spec.named) part.filename = `quarterly-report-${spec.megabytes}MB.pdf`;
     return [part];
   }
@@ -247,14 +263,26 @@ export function isMedia(part: unknown): boolean {
  * Only complete expressions count as leaks, so a secret cut by a clip (its tail gone) is not one.
  */
 export const PLANTED_SECRETS: ReadonlyArray<{ name: string; expression: string; value: string }> = [
-  { name: 'openai-key', expression: 'sk-proj-abcdefghijklmnopqrstuvwxyz0123', value: 'sk-proj-abcdefghijklmnopqrstuvwxyz0123' },
+  {
+    name: 'openai-key',
+    expression: 'sk-proj-abcdefghijklmnopqrstuvwxyz0123',
+    value: 'sk-proj-abcdefghijklmnopqrstuvwxyz0123',
+  },
   { name: 'aws-access-key', expression: ' AKIAABCDEFGHIJKLMNOP,', value: 'AKIAABCDEFGHIJKLMNOP' },
   { name: 'bearer', expression: 'Bearer abcdefghijklmnopqrstuvwx0123;', value: 'abcdefghijklmnopqrstuvwx0123' },
-  { name: 'aws-secret', expression: 'aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n', value: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY' },
+  {
+    name: 'aws-secret',
+    expression: 'aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n',
+    value: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY',
+  },
   { name: 'redis-url', expression: 'redis://:Sup3rRedisPassw0rd@cache.internal:6379/0', value: 'Sup3rRedisPassw0rd' },
   { name: 'env-password', expression: 'DB_PASSWORD=Sup3rDbPassw0rdValue\n', value: 'Sup3rDbPassw0rdValue' },
   { name: 'json-password', expression: '"password": "Sup3rJsonPassw0rd"', value: 'Sup3rJsonPassw0rd' },
-  { name: 'url-credentials', expression: 'https://deploy:Sup3rDeployPassw0rd@git.example.com/repo.git', value: 'Sup3rDeployPassw0rd' },
+  {
+    name: 'url-credentials',
+    expression: 'https://deploy:Sup3rDeployPassw0rd@git.example.com/repo.git',
+    value: 'Sup3rDeployPassw0rd',
+  },
   {
     name: 'unsigned-jwt',
     expression: 'eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.eyJzdWIiOiJhZG1pbiIsInJvbGUiOiJyb290In0. ',
@@ -262,7 +290,8 @@ export const PLANTED_SECRETS: ReadonlyArray<{ name: string; expression: string; 
   },
   {
     name: 'pgp-private-key',
-    expression: '-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBGXsoakPGPbodyQ29udGV4dEd1YXJk\n=Xk3p\n-----END PGP PRIVATE KEY BLOCK-----',
+    expression:
+      '-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBGXsoakPGPbodyQ29udGV4dEd1YXJk\n=Xk3p\n-----END PGP PRIVATE KEY BLOCK-----',
     value: 'lQOYBGXsoakPGPbodyQ29udGV4dEd1YXJk',
   },
 ];

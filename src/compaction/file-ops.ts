@@ -28,7 +28,18 @@ export interface FileOps {
  * the context, so the agent has not "read" them.
  */
 export const DEFAULT_FILE_OPS: FileOpsConfig = {
-  readTools: ['read', 'read_file', 'readFile', 'view', 'view_file', 'cat', 'open_file', 'read_many_files', 'read_text_file', 'NotebookRead'],
+  readTools: [
+    'read',
+    'read_file',
+    'readFile',
+    'view',
+    'view_file',
+    'cat',
+    'open_file',
+    'read_many_files',
+    'read_text_file',
+    'NotebookRead',
+  ],
   writeTools: [
     'write',
     'write_file',
@@ -50,7 +61,17 @@ export const DEFAULT_FILE_OPS: FileOpsConfig = {
     'patch',
     'delete_file',
   ],
-  pathKeys: ['path', 'file_path', 'filePath', 'filename', 'file', 'target_file', 'notebook_path', 'absolute_path', 'paths'],
+  pathKeys: [
+    'path',
+    'file_path',
+    'filePath',
+    'filename',
+    'file',
+    'target_file',
+    'notebook_path',
+    'absolute_path',
+    'paths',
+  ],
 };
 
 /** Anything longer, or spanning lines, is not a path but a value that happened to sit under `path`. */
@@ -93,7 +114,12 @@ function pathsFromKeys(input: Record<string, unknown>, keys: Set<string>, into: 
 
 /** Paths named by the headers of patch text (the input itself, or any of its string fields). */
 function pathsFromPatch(input: unknown, into: Set<string>): void {
-  const texts = typeof input === 'string' ? [input] : input && typeof input === 'object' ? Object.values(input).filter((v): v is string => typeof v === 'string') : [];
+  const texts =
+    typeof input === 'string'
+      ? [input]
+      : input && typeof input === 'object'
+        ? Object.values(input).filter((v): v is string => typeof v === 'string')
+        : [];
   for (const text of texts) {
     for (const match of text.matchAll(PATCH_PATH_RE)) {
       // Unified diffs may append a tab and a timestamp to the path.
@@ -123,7 +149,8 @@ function toolParts(messages: GuardMessage[]): { calls: ToolCallPart[]; failed: S
     for (const part of message.content) {
       if (!part || typeof part !== 'object') continue;
       if (part.type === 'tool-call') calls.push(part as ToolCallPart);
-      else if (part.type === 'tool-result' && isFailed(part as ToolResultPart)) failed.add((part as ToolResultPart).toolCallId);
+      else if (part.type === 'tool-result' && isFailed(part as ToolResultPart))
+        failed.add((part as ToolResultPart).toolCallId);
     }
   }
   return { calls, failed };
@@ -140,7 +167,11 @@ function byCodeUnit(a: string, b: string): number {
  * so it is skipped; a call without a result yet is counted. A file both read and modified is listed
  * only under `modified`.
  */
-export function extractFileOps(messages: GuardMessage[], config: FileOpsConfig = DEFAULT_FILE_OPS, previous?: FileOps): FileOps {
+export function extractFileOps(
+  messages: GuardMessage[],
+  config: FileOpsConfig = DEFAULT_FILE_OPS,
+  previous?: FileOps,
+): FileOps {
   const readTools = new Set(config.readTools.map((t) => t.toLowerCase()));
   const writeTools = new Set(config.writeTools.map((t) => t.toLowerCase()));
   const pathKeys = new Set(config.pathKeys.map((k) => k.toLowerCase()));

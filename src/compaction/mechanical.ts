@@ -78,7 +78,11 @@ const ASSISTANT = 1;
 const USER = 2;
 type Tier = typeof TOOL | typeof ASSISTANT | typeof USER;
 
-const FLOOR: Record<Tier, number> = { [TOOL]: OTHER_FLOOR_CHARS, [ASSISTANT]: OTHER_FLOOR_CHARS, [USER]: MECHANICAL_USER_FLOOR_CHARS };
+const FLOOR: Record<Tier, number> = {
+  [TOOL]: OTHER_FLOOR_CHARS,
+  [ASSISTANT]: OTHER_FLOOR_CHARS,
+  [USER]: MECHANICAL_USER_FLOOR_CHARS,
+};
 
 /** One line of the digest: `label` + the first `cap` characters of `body` (+ `…`) + `suffix`. */
 interface Line {
@@ -114,14 +118,24 @@ function costAt(l: Line, cap: number): number {
 /** A model-written name (tool, role, part type) on one short line. */
 const label = (name: unknown) => oneLine(name, MAX_LABEL_CHARS);
 
-type LineParts = Pick<Line, 'tier' | 'message' | 'label' | 'body' | 'suffix' | 'cut' | 'cap'> & { short?: string | undefined };
+type LineParts = Pick<Line, 'tier' | 'message' | 'label' | 'body' | 'suffix' | 'cut' | 'cap'> & {
+  short?: string | undefined;
+};
 
 function makeLine({ short, ...parts }: LineParts): Line {
   return { ...parts, ...(short !== undefined ? { short } : {}), shortened: false, dropped: false };
 }
 
 /** A line of the current digest: text flattened to one line, inline binary labelled, cut to `max`. */
-function line(tier: Tier, message: number, label: string, text: string, max: number, suffix = '', short?: string): Line {
+function line(
+  tier: Tier,
+  message: number,
+  label: string,
+  text: string,
+  max: number,
+  suffix = '',
+  short?: string,
+): Line {
   const flat = stripInlineBinary(text).replace(/\s+/g, ' ').trim() || '(empty)';
   const body = safeHead(flat, max);
   return makeLine({ tier, message, label, body, suffix, cut: body.length < flat.length, cap: max, short });
@@ -161,7 +175,9 @@ function assistantLines(content: AssistantMessage['content'], message: number, m
         break;
       case 'tool-call':
         flush();
-        lines.push(line(ASSISTANT, message, `- assistant called ${label(part.toolName)}(`, safeJson(part.input), max, ')'));
+        lines.push(
+          line(ASSISTANT, message, `- assistant called ${label(part.toolName)}(`, safeJson(part.input), max, ')'),
+        );
         break;
       case 'tool-result':
         flush();
@@ -345,17 +361,26 @@ export function mechanicalDigest(messages: GuardMessage[], options: MechanicalSu
   const valid = requested !== undefined && Number.isFinite(requested) && requested > 0;
   const max = valid ? Math.floor(requested) : DEFAULT_MECHANICAL_CHARS_PER_MESSAGE;
   const earlier = hasText(options.previousSummary) ? parseDigest(options.previousSummary.trim(), max) : undefined;
-  let previous = earlier ? earlier.previous?.trim() : hasText(options.previousSummary) ? options.previousSummary.trim() : undefined;
+  let previous = earlier
+    ? earlier.previous?.trim()
+    : hasText(options.previousSummary)
+      ? options.previousSummary.trim()
+      : undefined;
   const lines = [...(earlier?.lines ?? []), ...messages.flatMap((m, i) => messageLines(m, i, max))];
   const carriedUsers = earlier?.lostUsers ?? 0;
   const carriedOthers = earlier?.lostOthers ?? 0;
 
-  const framing = () => (previous !== undefined ? PREVIOUS_OPEN.length + previous.length + PREVIOUS_CLOSE.length : NO_PREVIOUS.length);
+  const framing = () =>
+    previous !== undefined ? PREVIOUS_OPEN.length + previous.length + PREVIOUS_CLOSE.length : NO_PREVIOUS.length;
   const notesCost = (users: number, others: number) =>
     (users > 0 ? lostUsersNote(users).length + 1 : 0) + (others > 0 ? lostOthersNote(others).length + 1 : 0);
   const standard = `${HEADER_START}, each cut to its first ${formatCount(max)} characters.]`;
   const limit = options.maxChars;
-  const whole = standard.length + framing() + notesCost(carriedUsers, carriedOthers) + lines.reduce((n, l) => n + costAt(l, l.cap), 0);
+  const whole =
+    standard.length +
+    framing() +
+    notesCost(carriedUsers, carriedOthers) +
+    lines.reduce((n, l) => n + costAt(l, l.cap), 0);
   let header = standard;
   if (limit !== undefined && whole > limit) {
     header = SHRUNK_HEADER;

@@ -50,5 +50,8 @@ export function mediaPlaceholder(part: ImagePart | FilePart): TextPart {
   const url = urlOf(data);
   if (url) fields.push(oneLine(url, 200));
   const what = image ? 'An image' : 'A file';
-  return { type: 'text', text: `[${what} was left out to fit the context window${fields.length > 0 ? `: ${fields.join(', ')}` : ''}.]` };
+  return {
+    type: 'text',
+    text: `[${what} was left out to fit the context window${fields.length > 0 ? `: ${fields.join(', ')}` : ''}.]`,
+  };
 }

@@ -69,7 +69,11 @@ export function emptyMemo(): CompactionMemo {
  * The memo without its edits of host message `request`: its cut and, unless `keepMedia`, its media
  * placeholders. Undefined when there were none to drop.
  */
-export function requestEditsDropped(memo: CompactionMemo, request: number, keepMedia = false): CompactionMemo | undefined {
+export function requestEditsDropped(
+  memo: CompactionMemo,
+  request: number,
+  keepMedia = false,
+): CompactionMemo | undefined {
   if (request < 0) return undefined;
   const prefix = `${request}:`;
   const mediaKeys = memo.media && !keepMedia ? Object.keys(memo.media).filter((k) => k.startsWith(prefix)) : [];
@@ -111,7 +115,10 @@ export function clipMessage(message: GuardMessage, maxChars: number): GuardMessa
   // The budget is shared by every part that can be cut: text, reasoning and large tool inputs (a
   // whole file written), or a message with all three keeps about twice what it was given.
   const clippable = content.filter(
-    (p) => p?.type === 'text' || p?.type === 'reasoning' || (p?.type === 'tool-call' && safeJson(p.input).length > CLIP_MARKER_CHARS),
+    (p) =>
+      p?.type === 'text' ||
+      p?.type === 'reasoning' ||
+      (p?.type === 'tool-call' && safeJson(p.input).length > CLIP_MARKER_CHARS),
   ).length;
   const each = Math.max(1, Math.floor(maxChars / Math.max(1, clippable)));
   const parts = content.flatMap((p) => {
@@ -143,7 +150,10 @@ export interface View {
  * What the memo does to host message i, or undefined when the memo edits no message at all.
  * System messages are never edited: they stay exactly as the host wrote them.
  */
-function editorOf(memo: CompactionMemo | undefined, hashOf: (index: number) => number): ((m: GuardMessage, i: number) => GuardMessage) | undefined {
+function editorOf(
+  memo: CompactionMemo | undefined,
+  hashOf: (index: number) => number,
+): ((m: GuardMessage, i: number) => GuardMessage) | undefined {
   const edits = memo && Object.keys(memo.tools).length > 0 ? memo.tools : undefined;
   const clips = memo && Object.keys(memo.clips).length > 0 ? memo.clips : undefined;
   const media = memo?.media && Object.keys(memo.media).length > 0 ? memo.media : undefined;
@@ -195,12 +205,20 @@ export function renderView(
   const headLength = messages.length;
   // The common case, on every call: the host's messages as they are (one native copy).
   if (!edit && headLength === 0) return viewOf(input.slice(from), headLength, headOrigin, from, input.length, repair);
-  for (let i = from; i < input.length; i++) messages.push(edit ? edit(input[i] as GuardMessage, i) : (input[i] as GuardMessage));
+  for (let i = from; i < input.length; i++)
+    messages.push(edit ? edit(input[i] as GuardMessage, i) : (input[i] as GuardMessage));
   return viewOf(messages, headLength, headOrigin, from, input.length, repair);
 }
 
 /** The view of `messages`: the head's origins, then host messages from `from` on (built on first use). */
-function viewOf(messages: GuardMessage[], headLength: number, headOrigin: number[], from: number, inputLength: number, repair: boolean): View {
+function viewOf(
+  messages: GuardMessage[],
+  headLength: number,
+  headOrigin: number[],
+  from: number,
+  inputLength: number,
+  repair: boolean,
+): View {
   let origin: number[] | undefined;
   const view: View = {
     messages,

@@ -22,7 +22,10 @@ export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
   // The irreducible part (system messages, tools, the text of the latest request: its images and
   // files can be named instead) over the threshold: no step can help, so straight to the last resort.
   const request = w.request >= 0 ? p.input[w.request] : undefined;
-  const irreducible = p.measure([...p.input.filter((m) => m?.role === 'system'), ...(request ? [replaceMedia(request, () => true)] : [])]);
+  const irreducible = p.measure([
+    ...p.input.filter((m) => m?.role === 'system'),
+    ...(request ? [replaceMedia(request, () => true)] : []),
+  ]);
   if (p.price(irreducible.chars, irreducible.mediaTokens) > p.threshold) return w.finish(lastResort(w));
   prune(w);
   // A manual compaction (the compact tool, an overflow retry) always summarizes.

@@ -13,7 +13,8 @@ export const CONTINUATION_OPEN = '[Continue]';
 /** Longest quote of the user's request in a continuation (head and tail kept). */
 export const MAX_REQUEST_QUOTE_CHARS = 2_000;
 
-const CONTINUATION_INSTRUCTION = 'Continue with it from where the work left off, using the summary above. Do not ask the user to repeat anything.';
+const CONTINUATION_INSTRUCTION =
+  'Continue with it from where the work left off, using the summary above. Do not ask the user to repeat anything.';
 
 const SUMMARY_PREAMBLE =
   'The earlier part of this conversation was replaced by this summary to fit the context window. It is a record of what happened, not a new request.';
@@ -36,13 +37,21 @@ export function continuationNote(): UserMessage {
 }
 
 /** The instruction that follows a summary when the user's latest request is not kept verbatim (a quote of it). */
-export function continuationMessage(request: GuardMessage | undefined, redact: (text: string) => string = (t) => t): UserMessage {
+export function continuationMessage(
+  request: GuardMessage | undefined,
+  redact: (text: string) => string = (t) => t,
+): UserMessage {
   // Redacted: the continuation is stored with the summary (in a shared store, say).
   const text = request?.role === 'user' ? redact(userContentText(request.content)) : '';
-  const quote = text.trim() ? `The user's current request, quoted:\n"""\n${clipMiddle(text, MAX_REQUEST_QUOTE_CHARS)}\n"""\n` : '';
+  const quote = text.trim()
+    ? `The user's current request, quoted:\n"""\n${clipMiddle(text, MAX_REQUEST_QUOTE_CHARS)}\n"""\n`
+    : '';
   const instruction = `${CONTINUATION_OPEN} ${quote}${CONTINUATION_INSTRUCTION}`;
   // Images and documents of the request cannot be quoted: they come along as they are.
-  const media = request?.role === 'user' && Array.isArray(request.content) ? request.content.filter((p) => p?.type === 'image' || p?.type === 'file') : [];
+  const media =
+    request?.role === 'user' && Array.isArray(request.content)
+      ? request.content.filter((p) => p?.type === 'image' || p?.type === 'file')
+      : [];
   return { role: 'user', content: media.length > 0 ? [{ type: 'text', text: instruction }, ...media] : instruction };
 }
 

@@ -4,7 +4,19 @@
 // output can contain anything, including text written to hijack the summarizer), so it is fenced in
 // a delimiter it cannot close, and the instructions say to treat it as data.
 import type { AssistantMessage, GuardMessage, ToolResultPart } from '../messages.ts';
-import { MAX_LABEL_CHARS, asText, clipMiddle, formatCount, hasText, mediaLabel, oneLine, safeJson, stripInlineBinary, toolOutputText, userContentText } from './text.ts';
+import {
+  MAX_LABEL_CHARS,
+  asText,
+  clipMiddle,
+  formatCount,
+  hasText,
+  mediaLabel,
+  oneLine,
+  safeJson,
+  stripInlineBinary,
+  toolOutputText,
+  userContentText,
+} from './text.ts';
 
 export interface SummarySection {
   readonly title: string;
@@ -18,7 +30,10 @@ export const SUMMARY_SECTIONS: readonly SummarySection[] = [
   { title: 'Tool history', description: 'key tool calls and commands and what they showed' },
   { title: 'Errors', description: 'errors met, with exact messages, and whether each was fixed' },
   { title: 'Decisions', description: 'choices made and why; approaches rejected' },
-  { title: 'User guidance', description: "the user's instructions, preferences and corrections, quoted where wording matters" },
+  {
+    title: 'User guidance',
+    description: "the user's instructions, preferences and corrections, quoted where wording matters",
+  },
   { title: 'Next steps', description: 'what remains, in order, starting with the immediate next action' },
 ];
 
@@ -58,7 +73,10 @@ export function buildSummaryInstructions(options: SummaryInstructionsOptions): s
     );
   }
   if (hasText(options.focus)) {
-    lines.push('', `Focus: give the most detail to ${JSON.stringify(oneLine(options.focus, MAX_FOCUS_CHARS))}, but still fill every section.`);
+    lines.push(
+      '',
+      `Focus: give the most detail to ${JSON.stringify(oneLine(options.focus, MAX_FOCUS_CHARS))}, but still fill every section.`,
+    );
   }
   lines.push(
     '',
@@ -69,7 +87,9 @@ export function buildSummaryInstructions(options: SummaryInstructionsOptions): s
   const tokens = options.maxSummaryTokens;
   if (Number.isFinite(tokens) && tokens > 0) {
     const words = Math.max(1, Math.floor(tokens * WORDS_PER_TOKEN));
-    lines.push(`- Use at most ${formatCount(words)} words (about ${formatCount(tokens)} tokens); cut detail before cutting sections.`);
+    lines.push(
+      `- Use at most ${formatCount(words)} words (about ${formatCount(tokens)} tokens); cut detail before cutting sections.`,
+    );
   }
   lines.push('- Output only the summary, in this template, with nothing before or after it:', '');
   for (const s of SUMMARY_SECTIONS) lines.push(`## ${s.title}`, `<${s.description}>`, '');
@@ -89,7 +109,6 @@ export interface TranscriptOptions {
    */
   maxReasoningChars?: number;
 }
-
 
 /**
  * Makes every opening or closing tag of our delimiters inert (`</conversation>` becomes
@@ -140,7 +159,9 @@ function renderAssistant(content: AssistantMessage['content'], opts: TranscriptO
         break;
       case 'tool-call':
         flush();
-        blocks.push(`[assistant tool call: ${callLabel(part)}] ${clipMiddle(stripInlineBinary(safeJson(part.input)), opts.maxToolResultChars)}`);
+        blocks.push(
+          `[assistant tool call: ${callLabel(part)}] ${clipMiddle(stripInlineBinary(safeJson(part.input)), opts.maxToolResultChars)}`,
+        );
         break;
       case 'tool-result':
         flush();
@@ -165,10 +186,14 @@ function renderMessage(message: GuardMessage, opts: TranscriptOptions): string[]
     case 'tool':
       if (!Array.isArray(message.content)) return [`[tool result]\n${safeJson(message.content)}`];
       return message.content.map((part) =>
-        part?.type === 'tool-result' ? renderToolResult(part, opts) : `[${oneLine((part as { type?: unknown })?.type, MAX_LABEL_CHARS)}]`,
+        part?.type === 'tool-result'
+          ? renderToolResult(part, opts)
+          : `[${oneLine((part as { type?: unknown })?.type, MAX_LABEL_CHARS)}]`,
       );
     default:
-      return [`[${oneLine((message as { role?: unknown }).role, MAX_LABEL_CHARS)}]\n${safeJson((message as { content?: unknown }).content)}`];
+      return [
+        `[${oneLine((message as { role?: unknown }).role, MAX_LABEL_CHARS)}]\n${safeJson((message as { content?: unknown }).content)}`,
+      ];
   }
 }
 

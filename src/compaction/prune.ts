@@ -69,11 +69,17 @@ function editToolResults(message: GuardMessage, editOf: (part: ToolResultPart) =
 
 /** The message with its tool results edited per `edits`, keyed by tool call id (one message's own edits). */
 export function applyToolEdits(message: GuardMessage, edits: Readonly<Record<string, ToolEdit>>): GuardMessage {
-  return editToolResults(message, (part) => (Object.hasOwn(edits, part.toolCallId) ? edits[part.toolCallId] : undefined));
+  return editToolResults(message, (part) =>
+    Object.hasOwn(edits, part.toolCallId) ? edits[part.toolCallId] : undefined,
+  );
 }
 
 /** The host's message `hostIndex` with its tool results edited per a memo's edits (see {@link toolEditKey}). */
-export function applyToolEditsAt(message: GuardMessage, edits: Readonly<Record<string, ToolEdit>>, hostIndex: number): GuardMessage {
+export function applyToolEditsAt(
+  message: GuardMessage,
+  edits: Readonly<Record<string, ToolEdit>>,
+  hostIndex: number,
+): GuardMessage {
   return editToolResults(message, (part) => {
     const key = toolEditKey(hostIndex, part.toolCallId);
     return Object.hasOwn(edits, key) ? edits[key] : undefined;

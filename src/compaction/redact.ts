@@ -45,7 +45,11 @@ function replaceSpans(text: string, spans: Iterable<Span>): string {
 }
 
 /** Every match of a global `pattern`, replaced by `mask` (by default the label alone). */
-function regexFinder(label: string, pattern: RegExp, mask: (m: RegExpExecArray) => string = () => masked(label)): Finder {
+function regexFinder(
+  label: string,
+  pattern: RegExp,
+  mask: (m: RegExpExecArray) => string = () => masked(label),
+): Finder {
   return function* (text) {
     for (const m of text.matchAll(pattern)) yield { start: m.index, end: m.index + m[0].length, mask: mask(m) };
   };
@@ -65,7 +69,12 @@ const ARMOR_HEADER = /[A-Za-z][A-Za-z0-9-]{0,40}: [^\n\r\\]{0,400}/y;
 
 function isBase64Char(code: number): boolean {
   return (
-    (code >= 48 && code <= 57) || (code >= 65 && code <= 90) || (code >= 97 && code <= 122) || code === 43 || code === 47 || code === 61
+    (code >= 48 && code <= 57) ||
+    (code >= 65 && code <= 90) ||
+    (code >= 97 && code <= 122) ||
+    code === 43 ||
+    code === 47 ||
+    code === 61
   );
 }
 
@@ -224,9 +233,40 @@ function secretKind(key: string): string | undefined {
 
 /** Words that follow a key in code or type declarations rather than a secret. */
 const CODE_WORDS = new Set([
-  'string', 'number', 'boolean', 'bool', 'str', 'int', 'float', 'bytes', 'any', 'unknown', 'object', 'String', 'Number', 'Boolean',
-  'Optional', 'null', 'undefined', 'None', 'nil', 'true', 'false', 'True', 'False', 'await', 'new', 'this', 'self', 'function',
-  'async', 'yield', 'typeof', 'void', 'required', 'optional',
+  'string',
+  'number',
+  'boolean',
+  'bool',
+  'str',
+  'int',
+  'float',
+  'bytes',
+  'any',
+  'unknown',
+  'object',
+  'String',
+  'Number',
+  'Boolean',
+  'Optional',
+  'null',
+  'undefined',
+  'None',
+  'nil',
+  'true',
+  'false',
+  'True',
+  'False',
+  'await',
+  'new',
+  'this',
+  'self',
+  'function',
+  'async',
+  'yield',
+  'typeof',
+  'void',
+  'required',
+  'optional',
 ]);
 
 const DOTTED_PATH = /^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+$/;
@@ -302,7 +342,8 @@ function isLiteral(text: string, a: Assignment, value: string, end: number): boo
   if (DOTTED_PATH.test(value) && (a.spaced || a.separator !== '=')) return false;
   // `password = pw;`, `password: hashed,`: an identifier ending a statement or a property is code;
   // `Password=hunter2;` (a connection string) is not.
-  if (IDENTIFIER.test(value) && /^[ \t]*[;,)]/.test(text.slice(end, end + 17)) && (a.separator !== '=' || a.spaced)) return false;
+  if (IDENTIFIER.test(value) && /^[ \t]*[;,)]/.test(text.slice(end, end + 17)) && (a.separator !== '=' || a.spaced))
+    return false;
   if (a.flag && a.separator === '') return !value.startsWith('-');
   // `password: …` is YAML only as a line of its own; inside a sentence it is prose.
   if (a.separator === ':') return startsLine(text, a.start) && endsLine(text, end);
@@ -346,7 +387,14 @@ const SECRET_SHAPES: ReadonlyArray<readonly [label: string, find: Finder]> = [
   // with a dot, so a failed attempt has scanned its run: only the run's first character may start one.
   ['jwt', regexFinder('jwt', /(?<![\w-])eyJ[\w-]{8,}\.eyJ[\w-]{8,}\.[\w-]*/g)],
   // `\s+` and the token's alphabet are disjoint, and the token has no required ending.
-  ['bearer-token', regexFinder('bearer-token', /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/-]{16,}=*/g, (m) => `${m[1]} ${masked('bearer-token')}`)],
+  [
+    'bearer-token',
+    regexFinder(
+      'bearer-token',
+      /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/-]{16,}=*/g,
+      (m) => `${m[1]} ${masked('bearer-token')}`,
+    ),
+  ],
   ['url-credentials', urlCredentials],
   ['secret-assignment', assignments],
 ];
@@ -373,8 +421,20 @@ export function redactSecrets(text: string): string {
 
 /** Part and content-item types whose payload is media, not text. */
 const MEDIA_TYPES = new Set([
-  'image', 'file', 'media', 'image-data', 'file-data', 'image-url', 'file-url', 'image-file-id', 'file-id',
-  'image_url', 'input_image', 'input_file', 'input_audio', 'base64',
+  'image',
+  'file',
+  'media',
+  'image-data',
+  'file-data',
+  'image-url',
+  'file-url',
+  'image-file-id',
+  'file-id',
+  'image_url',
+  'input_image',
+  'input_file',
+  'input_audio',
+  'base64',
 ]);
 /** Fields that hold a media payload (base64 or bytes); a URL in them is text like any other. */
 const PAYLOAD_FIELDS = new Set(['data', 'image', 'file_data']);
@@ -394,7 +454,8 @@ function isPlainObject(value: object): value is Record<string, unknown> {
 }
 
 const isMedia = (value: Record<string, unknown>): boolean =>
-  (typeof value['type'] === 'string' && MEDIA_TYPES.has(value['type'])) || MEDIA_TYPE_FIELDS.some((f) => typeof value[f] === 'string');
+  (typeof value['type'] === 'string' && MEDIA_TYPES.has(value['type'])) ||
+  MEDIA_TYPE_FIELDS.some((f) => typeof value[f] === 'string');
 
 /** A base64 data URL: media, whatever field it is in. */
 const isDataUrl = (text: string): boolean => text.startsWith('data:') && text.lastIndexOf(';base64,', 200) > 0;
@@ -415,10 +476,16 @@ function isPayload(value: string, media: Record<string, unknown>): boolean {
 }
 
 /** A media part: its payload is left alone; its name, its URL and any text payload are text. */
-function redactMedia(value: Record<string, unknown>, redact: Redact, memo: Memo, depth: number): Record<string, unknown> {
+function redactMedia(
+  value: Record<string, unknown>,
+  redact: Redact,
+  memo: Memo,
+  depth: number,
+): Record<string, unknown> {
   let copy: Record<string, unknown> | undefined;
   for (const [key, v] of Object.entries(value)) {
-    if (key === 'providerOptions' || (PAYLOAD_FIELDS.has(key) && typeof v === 'string' && isPayload(v, value))) continue;
+    if (key === 'providerOptions' || (PAYLOAD_FIELDS.has(key) && typeof v === 'string' && isPayload(v, value)))
+      continue;
     let next: unknown = v;
     if (v instanceof URL) {
       const href = redact(v.href);
@@ -462,7 +529,12 @@ function redactArray(value: unknown[], redact: Redact, memo: Memo, depth: number
   return copy ?? value;
 }
 
-function redactRecord(value: Record<string, unknown>, redact: Redact, memo: Memo, depth: number): Record<string, unknown> {
+function redactRecord(
+  value: Record<string, unknown>,
+  redact: Redact,
+  memo: Memo,
+  depth: number,
+): Record<string, unknown> {
   let copy: Record<string, unknown> | undefined;
   for (const [key, v] of Object.entries(value)) {
     const next = redactValue(v, redact, memo, depth + 1);

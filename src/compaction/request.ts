@@ -13,7 +13,8 @@ import { isContinuation, isOwnMessage, summaryBodyOf } from './placement.ts';
 export function requestIndex(input: readonly GuardMessage[], own: readonly number[] | undefined): number {
   for (let i = input.length - 1; i >= 0; i--) {
     const m = input[i] as GuardMessage;
-    if (m?.role === 'user' && !((summaryBodyOf(m) !== undefined || isContinuation(m)) && isOwnMessage(m, own))) return i;
+    if (m?.role === 'user' && !((summaryBodyOf(m) !== undefined || isContinuation(m)) && isOwnMessage(m, own)))
+      return i;
   }
   return -1;
 }

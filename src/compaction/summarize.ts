@@ -121,7 +121,8 @@ class Failure extends Error {
 
 function textOfAnswer(answer: unknown): string | undefined {
   if (typeof answer === 'string') return answer;
-  if (typeof answer === 'object' && answer !== null && typeof (answer as { text?: unknown }).text === 'string') return (answer as { text: string }).text;
+  if (typeof answer === 'object' && answer !== null && typeof (answer as { text?: unknown }).text === 'string')
+    return (answer as { text: string }).text;
   return undefined;
 }
 
@@ -143,11 +144,17 @@ async function callOnce(
     // Not unref'd: a host whose only pending work is this call (a script, a serverless handler)
     // must wait for it to settle, or beforeModel never returns. The timer is cleared as soon as the
     // call settles, so it keeps no process alive past the timeout.
-    timer = setTimeout(() => {
-      const why = limit.reason === 'deadline' ? 'the compaction reached its deadline' : `summarizer timed out after ${limit.ms} ms`;
-      controller.abort(new Error(why));
-      reject(new Failure(limit.reason));
-    }, Math.min(limit.ms, MAX_TIMER_MS));
+    timer = setTimeout(
+      () => {
+        const why =
+          limit.reason === 'deadline'
+            ? 'the compaction reached its deadline'
+            : `summarizer timed out after ${limit.ms} ms`;
+        controller.abort(new Error(why));
+        reject(new Failure(limit.reason));
+      },
+      Math.min(limit.ms, MAX_TIMER_MS),
+    );
     if (outer) {
       onAbort = () => {
         controller.abort(outer.reason);
@@ -158,10 +165,14 @@ async function callOnce(
     }
   });
   try {
-    const answer = await Promise.race([Promise.resolve().then(() => summarizer({ ...input, signal: controller.signal })), timeout]);
+    const answer = await Promise.race([
+      Promise.resolve().then(() => summarizer({ ...input, signal: controller.signal })),
+      timeout,
+    ]);
     const text = textOfAnswer(answer)?.trim();
     if (!text) throw new Failure('empty');
-    if (text.length > maxChars) throw new Failure('too-large', `${text.length} characters, budget ${Math.floor(maxChars)}`);
+    if (text.length > maxChars)
+      throw new Failure('too-large', `${text.length} characters, budget ${Math.floor(maxChars)}`);
     return text;
   } catch (error) {
     throw error instanceof Failure ? error : new Failure('error', error);
@@ -217,7 +228,8 @@ function chunk(messages: GuardMessage[], budgetChars: number): GuardMessage[][] 
       // One message larger than a chunk (a long paste, many parallel results): its text and each
       // of its tool results get a share of the chunk.
       const results = toolResultsOf(message).length;
-      if (results > 0) message = clipToolOutputs(message, Math.max(100, Math.floor((budgetChars - 200) / results) - 150));
+      if (results > 0)
+        message = clipToolOutputs(message, Math.max(100, Math.floor((budgetChars - 200) / results) - 150));
       message = clipMessage(mergeTextParts(message), Math.max(200, budgetChars - 200));
       size = renderTranscript([message], options).length;
     }
@@ -262,7 +274,9 @@ export async function summarize(req: SummarizeRequest, override?: string): Promi
       ...req,
       // Tool outputs are clipped first: the summarizer sees 2,000 characters of each anyway, and
       // scanning megabytes of output for secrets would stall the call.
-      messages: req.messages.map((m) => redactMessage(clipToolOutputs(m, DEFAULT_TRANSCRIPT_TOOL_RESULT_CHARS), redact)),
+      messages: req.messages.map((m) =>
+        redactMessage(clipToolOutputs(m, DEFAULT_TRANSCRIPT_TOOL_RESULT_CHARS), redact),
+      ),
       ...(req.previousSummary !== undefined ? { previousSummary: redact(req.previousSummary) } : {}),
     },
     override,
@@ -272,7 +286,8 @@ export async function summarize(req: SummarizeRequest, override?: string): Promi
 
 async function summarizeRaw(req: SummarizeRequest, override?: string): Promise<SummarizeOutcome> {
   const maxChars = req.maxSummaryTokens / req.tokensPerChar;
-  if (override !== undefined) return { text: override, mechanical: false, calls: 0, inputTokens: 0, lostMessages: 0, lostUserMessages: 0 };
+  if (override !== undefined)
+    return { text: override, mechanical: false, calls: 0, inputTokens: 0, lostMessages: 0, lostUserMessages: 0 };
   let running = req.previousSummary;
   let calls = 0;
   let inputTokens = 0;
@@ -289,9 +304,14 @@ async function summarizeRaw(req: SummarizeRequest, override?: string): Promise<S
   // The summary is reserved a quarter of the budget (more if it already is longer), not its whole
   // maximum, which with a small summarizer window would leave tiny chunks; if it grows past the
   // reservation, the remaining messages are cut again.
-  const overhead = buildSummaryRequest([], { previousSummary: running, focus: req.focus, maxSummaryTokens: req.maxSummaryTokens }).system.length;
+  const overhead = buildSummaryRequest([], {
+    previousSummary: running,
+    focus: req.focus,
+    maxSummaryTokens: req.maxSummaryTokens,
+  }).system.length;
   const inputChars = (req.summarizerContextWindow * SUMMARIZER_INPUT_SHARE) / req.tokensPerChar;
-  const budgetFor = (summaryChars: number) => inputChars - overhead - Math.max(summaryChars, Math.min(maxChars, inputChars / 4)) - 500;
+  const budgetFor = (summaryChars: number) =>
+    inputChars - overhead - Math.max(summaryChars, Math.min(maxChars, inputChars / 4)) - 500;
   let budgetChars = budgetFor(running?.length ?? 0);
   // The instructions and the summary so far already fill the summarizer's window (a tiny window
   // at a high token ratio): calling it would overflow it.
@@ -311,7 +331,11 @@ async function summarizeRaw(req: SummarizeRequest, override?: string): Promise<S
     }
     if (!req.breaker.allows(Date.now())) return fallBack('circuit-open', rest());
     const messages = chunks[i] as GuardMessage[];
-    const request = buildSummaryRequest(messages, { previousSummary: running, focus: req.focus, maxSummaryTokens: stated });
+    const request = buildSummaryRequest(messages, {
+      previousSummary: running,
+      focus: req.focus,
+      maxSummaryTokens: stated,
+    });
     calls++;
     inputTokens += Math.ceil((request.system.length + request.prompt.length) * req.tokensPerChar);
     try {
@@ -348,12 +372,18 @@ async function summarizeRaw(req: SummarizeRequest, override?: string): Promise<S
  * bound the digest decides what gives way: tool output first, the previous summary's middle only
  * when it and the user messages' starts do not fit together, the oldest user messages last, counted.
  */
-function fallbackDigest(messages: GuardMessage[], previous: string | undefined, maxChars: number, req: SummarizeRequest) {
+function fallbackDigest(
+  messages: GuardMessage[],
+  previous: string | undefined,
+  maxChars: number,
+  req: SummarizeRequest,
+) {
   const room = req.roomTokens !== undefined && req.roomTokens > 0 ? req.roomTokens / req.tokensPerChar : 0;
   const bound = Math.floor(Math.max(maxChars * 1.5, room));
   const options = previous !== undefined ? { previousSummary: previous } : {};
   const digest = mechanicalDigest(messages, { ...options, maxChars: bound });
-  const userRoom = req.userRoomTokens !== undefined && req.userRoomTokens > 0 ? Math.floor(req.userRoomTokens / req.tokensPerChar) : 0;
+  const userRoom =
+    req.userRoomTokens !== undefined && req.userRoomTokens > 0 ? Math.floor(req.userRoomTokens / req.tokensPerChar) : 0;
   if (digest.lostUserMessages === 0 || userRoom <= bound) return { ...digest, extended: false };
   // Losing user messages: the digest may take the room up to the threshold instead.
   const wider = mechanicalDigest(messages, { ...options, maxChars: userRoom });

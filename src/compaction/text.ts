@@ -61,11 +61,19 @@ const DATA_URL_RE = /data:([\w.+-]+\/[\w.+-]+)?(?:;[\w.+-]+=[\w.+-]+)*;base64,[A
  */
 export function stripInlineBinary(text: string): string {
   if (text.length < 64) return text;
-  return text
-    .replace(DATA_URL_RE, (m: string, mediaType: string | undefined) => `[data: ${mediaType ?? 'unknown type'}, ${formatCount(m.length)} characters]`)
-    // Encoded bytes mix lower case, upper case and digits; a run of one repeated letter, hex digits
-    // or a long identifier is text.
-    .replace(BASE64_RUN_RE, (m: string) => (/[a-z]/.test(m) && /[A-Z]/.test(m) && /\d/.test(m) ? `[base64 data: ${formatCount(m.length)} characters]` : m));
+  return (
+    text
+      .replace(
+        DATA_URL_RE,
+        (m: string, mediaType: string | undefined) =>
+          `[data: ${mediaType ?? 'unknown type'}, ${formatCount(m.length)} characters]`,
+      )
+      // Encoded bytes mix lower case, upper case and digits; a run of one repeated letter, hex digits
+      // or a long identifier is text.
+      .replace(BASE64_RUN_RE, (m: string) =>
+        /[a-z]/.test(m) && /[A-Z]/.test(m) && /\d/.test(m) ? `[base64 data: ${formatCount(m.length)} characters]` : m,
+      )
+  );
 }
 
 /**
@@ -108,8 +116,12 @@ function dataUrlMediaType(data: unknown): string | undefined {
  * `[image: image/png]`, `[file: report.pdf application/pdf]`: what the media was, never its bytes.
  * A remote URL is kept (it is a reference the model may need again); inline data never is.
  */
-export function mediaLabel(kind: 'image' | 'file', media: { data?: DataContent | unknown; mediaType?: unknown; filename?: unknown }): string {
-  const mediaType = typeof media.mediaType === 'string' && media.mediaType ? media.mediaType : dataUrlMediaType(media.data);
+export function mediaLabel(
+  kind: 'image' | 'file',
+  media: { data?: DataContent | unknown; mediaType?: unknown; filename?: unknown },
+): string {
+  const mediaType =
+    typeof media.mediaType === 'string' && media.mediaType ? media.mediaType : dataUrlMediaType(media.data);
   const fields = [typeof media.filename === 'string' ? media.filename : undefined, mediaType, urlOf(media.data)];
   const text = fields.filter((f): f is string => typeof f === 'string' && f.length > 0).map((f) => clipHead(f, 200));
   return text.length > 0 ? `[${kind}: ${text.join(' ')}]` : `[${kind}]`;
@@ -132,7 +144,15 @@ export function asText(value: unknown): string {
   return typeof value === 'string' ? value : safeJson(value);
 }
 
-const CONTENT_MEDIA_TYPES = new Set(['media', 'image-data', 'image-url', 'image-file-id', 'file-data', 'file-url', 'file-id']);
+const CONTENT_MEDIA_TYPES = new Set([
+  'media',
+  'image-data',
+  'image-url',
+  'image-file-id',
+  'file-data',
+  'file-url',
+  'file-id',
+]);
 
 function contentItemText(item: ToolResultContentItem): string {
   if (!item || typeof item !== 'object') return asText(item);
@@ -142,7 +162,11 @@ function contentItemText(item: ToolResultContentItem): string {
   if (CONTENT_MEDIA_TYPES.has(type)) {
     const mediaType = fields.mediaType;
     const isImage = type.startsWith('image') || (typeof mediaType === 'string' && mediaType.startsWith('image/'));
-    return mediaLabel(isImage ? 'image' : 'file', { data: fields.url ?? fields.data, mediaType, filename: fields.filename });
+    return mediaLabel(isImage ? 'image' : 'file', {
+      data: fields.url ?? fields.data,
+      mediaType,
+      filename: fields.filename,
+    });
   }
   return `[${oneLine(type, MAX_LABEL_CHARS)}]`;
 }
@@ -160,9 +184,15 @@ export function toolOutputText(output: ToolResultOutput | undefined): { text: st
     case 'error-json':
       return { text: safeJson(output.value), isError: true };
     case 'execution-denied':
-      return { text: hasText(output.reason) ? `execution denied: ${output.reason}` : 'execution denied', isError: true };
+      return {
+        text: hasText(output.reason) ? `execution denied: ${output.reason}` : 'execution denied',
+        isError: true,
+      };
     case 'content':
-      return { text: Array.isArray(output.value) ? output.value.map(contentItemText).join('\n') : safeJson(output.value), isError: false };
+      return {
+        text: Array.isArray(output.value) ? output.value.map(contentItemText).join('\n') : safeJson(output.value),
+        isError: false,
+      };
     default:
       return { text: safeJson(output), isError: false };
   }
@@ -182,4 +212,3 @@ export function userContentText(content: UserMessage['content']): string {
     })
     .join('\n');
 }
-

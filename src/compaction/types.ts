@@ -100,7 +100,11 @@ export interface BeforeCompactContext {
  */
 export type BeforeCompactHook = (
   context: BeforeCompactContext,
-) => void | undefined | { cancel?: boolean; summary?: string } | Promise<void | undefined | { cancel?: boolean; summary?: string }>;
+) =>
+  | void
+  | undefined
+  | { cancel?: boolean; summary?: string }
+  | Promise<void | undefined | { cancel?: boolean; summary?: string }>;
 
 export interface AfterCompactContext {
   sessionId: string;

@@ -45,7 +45,12 @@ export interface PipelineInput {
    * `roomTokens`: what the summary may take under the target, the mechanical digest's bound;
    * `userRoomTokens`: what it may take under the threshold, only to keep the user's words.
    */
-  summarize: (messages: GuardMessage[], previousSummary: string | undefined, roomTokens: number, userRoomTokens: number) => Promise<SummarizeOutcome>;
+  summarize: (
+    messages: GuardMessage[],
+    previousSummary: string | undefined,
+    roomTokens: number,
+    userRoomTokens: number,
+  ) => Promise<SummarizeOutcome>;
   /** Called once, before the first step that changes the prompt (not at all when none does). */
   onStart: () => void;
   /** Called when a mechanical digest could not keep the start of every message it stands for. */
@@ -88,7 +93,17 @@ export class Work {
   /** The latest request's index in the host's history (-1: none). */
   readonly request: number;
   readonly steps: CompactionStep[] = [];
-  readonly stats: Stats = { pruned: 0, truncated: 0, summarized: 0, splitTurn: false, calls: 0, inputTokens: 0, summaryTokens: 0, summary: undefined, extended: false };
+  readonly stats: Stats = {
+    pruned: 0,
+    truncated: 0,
+    summarized: 0,
+    splitTurn: false,
+    calls: 0,
+    inputTokens: 0,
+    summaryTokens: 0,
+    summary: undefined,
+    extended: false,
+  };
   cur: Rendered;
   private started = false;
   private readonly messagesBefore: number;
@@ -100,9 +115,17 @@ export class Work {
     // still have room to grow before compacting again.
     const fixed = p.measure(p.input.filter((m) => m?.role === 'system'));
     const fixedTokens = p.price(fixed.chars, fixed.mediaTokens);
-    const target = fixedTokens < p.threshold ? Math.max(p.settings.target, fixedTokens + (p.threshold - fixedTokens) / 2) : p.settings.target;
+    const target =
+      fixedTokens < p.threshold
+        ? Math.max(p.settings.target, fixedTokens + (p.threshold - fixedTokens) / 2)
+        : p.settings.target;
     this.settings = { ...p.settings, target };
-    const memo: CompactionMemo = { ...p.memo, tools: { ...p.memo.tools }, clips: { ...p.memo.clips }, media: { ...p.memo.media } };
+    const memo: CompactionMemo = {
+      ...p.memo,
+      tools: { ...p.memo.tools },
+      clips: { ...p.memo.clips },
+      media: { ...p.memo.media },
+    };
     if (!p.summaryApplies) delete memo.summary;
     // The request's cut and media placeholders are decided again by this compaction (see steps/last-resort.ts).
     this.request = requestIndex(p.input, p.memo.own);
@@ -122,7 +145,11 @@ export class Work {
     const view = renderView(this.p.input, this.memo, this.memo.summary !== undefined, this.p.hashOf);
     const measured = this.p.measure(view.messages);
     // A copy: the measurer reuses its arrays on the next measure, and the steps measure other prompts.
-    return { view, entries: measured.entries.slice(), tokens: Math.ceil(this.p.price(measured.chars, measured.mediaTokens)) };
+    return {
+      view,
+      entries: measured.entries.slice(),
+      tokens: Math.ceil(this.p.price(measured.chars, measured.mediaTokens)),
+    };
   }
 
   /** Reports the start once, before the first step that changes the prompt. */

@@ -84,7 +84,11 @@ export class SessionRepository {
    * Writes what a call changed, applied to the freshest stored state: atomically with a store that
    * can (another process's update in between is kept), else onto `loaded`.
    */
-  async commit(sessionId: string, loaded: SessionState, change: (current: SessionState) => SessionState): Promise<SessionState> {
+  async commit(
+    sessionId: string,
+    loaded: SessionState,
+    change: (current: SessionState) => SessionState,
+  ): Promise<SessionState> {
     const update = this.store.update?.bind(this.store);
     if (!update) {
       const next = change(loaded);
@@ -115,7 +119,12 @@ export class SessionRepository {
    * the holder's compaction already covers this call, there is nothing left to do. Never blocks on
    * a failing store. `release` is undefined when no lock is held (none needed, or given up).
    */
-  async lockCompaction(sessionId: string, ttlMs: number, waitMs: number, stillNeeded: () => Promise<boolean>): Promise<{ release?: () => Promise<void> }> {
+  async lockCompaction(
+    sessionId: string,
+    ttlMs: number,
+    waitMs: number,
+    stillNeeded: () => Promise<boolean>,
+  ): Promise<{ release?: () => Promise<void> }> {
     const lock = this.store.lock?.bind(this.store);
     if (!lock) return {};
     const deadline = Date.now() + Math.min(ttlMs, waitMs);
@@ -130,7 +139,8 @@ export class SessionRepository {
       if (got.value) {
         // Another process may have finished just before: decide again on the fresh state.
         const release = got.value;
-        if (await stillNeeded()) return { release: () => this.withStore(sessionId, 'lock', release).then(() => undefined) };
+        if (await stillNeeded())
+          return { release: () => this.withStore(sessionId, 'lock', release).then(() => undefined) };
         await this.withStore(sessionId, 'lock', release);
         return {};
       }
@@ -146,7 +156,11 @@ export class SessionRepository {
   }
 
   /** The store's answer, or a `store-failed` report when it throws or is too slow. */
-  private async withStore<T>(sessionId: string, operation: StoreFailedEvent['operation'], run: () => Promise<T>): Promise<Outcome<T>> {
+  private async withStore<T>(
+    sessionId: string,
+    operation: StoreFailedEvent['operation'],
+    run: () => Promise<T>,
+  ): Promise<Outcome<T>> {
     if (this.inCall.has(sessionId) && this.failedInCall.has(sessionId)) return { ok: false };
     if (!this.options.store) {
       // The default in-memory store answers at once: no timer on the per-call path.
@@ -167,7 +181,12 @@ export class SessionRepository {
       return { ok: true, value: await Promise.race([Promise.resolve().then(run), timeout]) };
     } catch (error) {
       if (this.inCall.has(sessionId)) this.failedInCall.add(sessionId);
-      this.options.onStoreFailed({ sessionId, operation, reason: error instanceof StoreTimeout ? 'timeout' : 'error', error });
+      this.options.onStoreFailed({
+        sessionId,
+        operation,
+        reason: error instanceof StoreTimeout ? 'timeout' : 'error',
+        error,
+      });
       return { ok: false };
     } finally {
       clearTimeout(timer);

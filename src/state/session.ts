@@ -1,7 +1,7 @@
 // What the guard remembers per session. Plain JSON (no class instances, no message objects) so
 // that any store can serialize it; the guard never mutates a stored value, it writes a new one.
 import type { CompactionMemo } from '../compaction/memo.ts';
-import type { PromptFingerprint, RequestMeasure } from '../tokens/fingerprint.ts';
+import type { RequestMeasure } from '../tokens/fingerprint.ts';
 
 export type { PromptFingerprint, RequestMeasure } from '../tokens/fingerprint.ts';
 

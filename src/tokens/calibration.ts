@@ -28,7 +28,10 @@ const GROWTH_DECAY = 0.7;
 const clamp = (x: number, c: ResolvedCalibration): number => Math.min(c.max, Math.max(c.min, x));
 
 /** real / heuristic of a request with a real count, clamped; media tokens are not calibrated. */
-function ratioCorrection(anchor: CalibrationState['anchor'] | CalibrationState['reference'], c: ResolvedCalibration): number {
+function ratioCorrection(
+  anchor: CalibrationState['anchor'] | CalibrationState['reference'],
+  c: ResolvedCalibration,
+): number {
   if (!anchor || anchor.chars <= 0) return c.default;
   return clamp((anchor.realTokens - anchor.mediaTokens) / (anchor.chars / CHARS_PER_TOKEN), c);
 }
@@ -72,9 +75,19 @@ export function estimate(
   if (!anchor) {
     if (state.reference) {
       const tokens = Math.ceil(priceAfterReset(state, c)(request.chars, request.mediaTokens));
-      return { tokens, heuristicTokens, correction: heuristic > 0 ? (tokens - request.mediaTokens) / heuristic : c.default, method: 'scaled' };
+      return {
+        tokens,
+        heuristicTokens,
+        correction: heuristic > 0 ? (tokens - request.mediaTokens) / heuristic : c.default,
+        method: 'scaled',
+      };
     }
-    return { tokens: Math.ceil(heuristic * c.default + request.mediaTokens), heuristicTokens, correction: c.default, method: 'default' };
+    return {
+      tokens: Math.ceil(heuristic * c.default + request.mediaTokens),
+      heuristicTokens,
+      correction: c.default,
+      method: 'default',
+    };
   }
   if (extension) {
     const correction = marginalCorrection(state, c);
@@ -89,7 +102,12 @@ export function estimate(
     return { tokens: Math.ceil(tokens), heuristicTokens, correction, method: 'anchored' };
   }
   const correction = ratioCorrection(anchor, c);
-  return { tokens: Math.ceil(heuristic * correction + request.mediaTokens), heuristicTokens, correction, method: 'scaled' };
+  return {
+    tokens: Math.ceil(heuristic * correction + request.mediaTokens),
+    heuristicTokens,
+    correction,
+    method: 'scaled',
+  };
 }
 
 /**
@@ -109,7 +127,10 @@ export function recordRealCount(
     const addedHeuristic = (pending.chars - anchor.chars) / CHARS_PER_TOKEN;
     const addedReal = realTokens - anchor.realTokens - (pending.mediaTokens - anchor.mediaTokens);
     if (addedHeuristic > 0 && addedReal > 0) {
-      const before = growth ?? { realTokens: priorCorrection(state, c) * PRIOR_WEIGHT_TOKENS, heuristicTokens: PRIOR_WEIGHT_TOKENS };
+      const before = growth ?? {
+        realTokens: priorCorrection(state, c) * PRIOR_WEIGHT_TOKENS,
+        heuristicTokens: PRIOR_WEIGHT_TOKENS,
+      };
       growth = {
         realTokens: before.realTokens * GROWTH_DECAY + addedReal,
         heuristicTokens: before.heuristicTokens * GROWTH_DECAY + addedHeuristic,
@@ -118,7 +139,14 @@ export function recordRealCount(
   }
   const { chars, mediaTokens, toolChars, prompt } = pending;
   const next: CalibrationState = {
-    anchor: { chars, mediaTokens, toolChars, prompt, realTokens, ...(outputTokens !== undefined ? { outputTokens } : {}) },
+    anchor: {
+      chars,
+      mediaTokens,
+      toolChars,
+      prompt,
+      realTokens,
+      ...(outputTokens !== undefined ? { outputTokens } : {}),
+    },
   };
   if (growth) next.growth = growth;
   return next;
@@ -134,7 +162,13 @@ export function resetCalibration(state: CalibrationState, offset = 0): Calibrati
   const last = state.anchor ?? state.reference;
   const next: CalibrationState = {};
   if (state.growth) next.growth = state.growth;
-  if (last) next.reference = { realTokens: last.realTokens, chars: last.chars, mediaTokens: last.mediaTokens, ...(offset > 0 ? { offset } : {}) };
+  if (last)
+    next.reference = {
+      realTokens: last.realTokens,
+      chars: last.chars,
+      mediaTokens: last.mediaTokens,
+      ...(offset > 0 ? { offset } : {}),
+    };
   return next;
 }
 
@@ -146,7 +180,10 @@ export function resetCalibration(state: CalibrationState, offset = 0): Calibrati
  * would undercount it. Without a reference, the default correction. Compaction plans with this
  * same function, so the next call estimates the compacted prompt exactly as it was planned.
  */
-export function priceAfterReset(state: CalibrationState, c: ResolvedCalibration): (chars: number, mediaTokens: number) => number {
+export function priceAfterReset(
+  state: CalibrationState,
+  c: ResolvedCalibration,
+): (chars: number, mediaTokens: number) => number {
   const ref = state.anchor ?? state.reference;
   if (!ref) return (chars, media) => (chars / CHARS_PER_TOKEN) * c.default + media;
   const ratio = ratioCorrection(ref, c);
@@ -155,9 +192,12 @@ export function priceAfterReset(state: CalibrationState, c: ResolvedCalibration)
   // a single real count, a dense tokenizer (CJK, a provider counting 3 tokens per 4 characters)
   // and a hidden system prompt look alike, and reading the former as the latter would price a
   // compacted prompt as if it could never fit.
-  const invisible = state.growth ? Math.max(0, ref.realTokens - ref.mediaTokens - (ref.chars / CHARS_PER_TOKEN) * marginal) : 0;
+  const invisible = state.growth
+    ? Math.max(0, ref.realTokens - ref.mediaTokens - (ref.chars / CHARS_PER_TOKEN) * marginal)
+    : 0;
   const offset = state.anchor ? 0 : (state.reference?.offset ?? 0);
-  return (chars, media) => Math.max((chars / CHARS_PER_TOKEN) * ratio, invisible + (chars / CHARS_PER_TOKEN) * marginal) + media + offset;
+  return (chars, media) =>
+    Math.max((chars / CHARS_PER_TOKEN) * ratio, invisible + (chars / CHARS_PER_TOKEN) * marginal) + media + offset;
 }
 
 /** Provider tokens per heuristic character at most, after a reset: sizes budgets in characters. */
@@ -184,21 +224,29 @@ function invisibleAllowance(contextWindow: number | undefined): number {
  * each call compact the history away; far too low, it sends prompts over the window.
  * - at most calibration.max × the text's heuristic + twice the media estimate + an invisible part,
  *   and at most twice the window plus that part (no provider answers a prompt far over its window);
- * - at least a tenth of the text's heuristic (the densest text, long runs of one character, costs
- *   about an eighth), checked only on prompts large enough for the ratio to mean something.
+ * - at least a fiftieth of the text's heuristic, checked only on prompts large enough for the ratio
+ *   to mean something. Far lower counts are real too (a provider package that drops what the guard
+ *   counted, such as thinking blocks whose signature an edit removed): only absurd ones are refused.
  */
-export function plausibleInputRange(request: RequestMeasure, c: ResolvedCalibration, contextWindow: number | undefined): { min: number; max: number } {
+export function plausibleInputRange(
+  request: RequestMeasure,
+  c: ResolvedCalibration,
+  contextWindow: number | undefined,
+): { min: number; max: number } {
   const text = request.chars / CHARS_PER_TOKEN;
   const allowance = invisibleAllowance(contextWindow);
   const byEstimate = c.max * text + 2 * request.mediaTokens + allowance;
   const byWindow = contextWindow === undefined ? Number.POSITIVE_INFINITY : 2 * contextWindow + allowance;
-  const min = text >= 1_000 ? Math.floor(text / 10) : 1;
+  const min = text >= 1_000 ? Math.floor(text / 50) : 1;
   return { min, max: Math.ceil(Math.min(byEstimate, Math.max(byWindow, 2 * request.mediaTokens + allowance))) };
 }
 
-/** Output tokens a response could plausibly have cost: at most the window (1M when unknown). */
+/**
+ * Output tokens a response could plausibly have cost: twice the window, at least 200k (long
+ * reasoning runs past small windows' share); 1M when no window is known.
+ */
 export function plausibleOutputMax(contextWindow: number | undefined): number {
-  return contextWindow ?? 1_000_000;
+  return contextWindow === undefined ? 1_000_000 : Math.max(2 * contextWindow, 200_000);
 }
 
 /**
@@ -207,7 +255,13 @@ export function plausibleOutputMax(contextWindow: number | undefined): number {
  * of growth explains yet) carried as an offset, so that no compaction stops short of its target.
  * `tokens` is the current estimate of the prompt measured as `chars` and `mediaTokens`.
  */
-export function compactionCalibration(state: CalibrationState, c: ResolvedCalibration, tokens: number, chars: number, mediaTokens: number): CalibrationState {
+export function compactionCalibration(
+  state: CalibrationState,
+  c: ResolvedCalibration,
+  tokens: number,
+  chars: number,
+  mediaTokens: number,
+): CalibrationState {
   const base = priceAfterReset(resetCalibration(state), c);
   const offset = Math.max(0, tokens - Math.ceil(base(chars, mediaTokens)));
   return resetCalibration(state, offset);

@@ -36,7 +36,11 @@ async function load(encoding: TokenizerEncoding): Promise<TextMeasure> {
 }
 
 /** The encoding `mode` selects for a model, or undefined for the character heuristic. */
-export function encodingFor(mode: ExactCounting, modelId: string | undefined, models: Readonly<Record<string, number>>): TokenizerEncoding | undefined {
+export function encodingFor(
+  mode: ExactCounting,
+  modelId: string | undefined,
+  models: Readonly<Record<string, number>>,
+): TokenizerEncoding | undefined {
   if (mode === 'off') return undefined;
   if (mode !== 'auto') return mode;
   const info = modelId ? resolveModelInfo(modelId, models) : undefined;
@@ -55,4 +59,3 @@ export function textMeasure(encoding: TokenizerEncoding | undefined): Promise<Te
   }
   return p;
 }
-

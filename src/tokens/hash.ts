@@ -32,7 +32,8 @@ function hashValue(h: number, value: unknown, key: string | undefined, ancestors
   }
   if (typeof value === 'number' || typeof value === 'boolean') return hashString(h, String(value));
   if (value === null || value === undefined) return hashString(h, String(value));
-  if (value instanceof Uint8Array) return hashString(h, `bytes:${value.byteLength}:${value.subarray(0, DATA_SAMPLE).join(',')}`);
+  if (value instanceof Uint8Array)
+    return hashString(h, `bytes:${value.byteLength}:${value.subarray(0, DATA_SAMPLE).join(',')}`);
   if (value instanceof ArrayBuffer) return hashValue(h, new Uint8Array(value), key);
   if (value instanceof URL) return hashString(h, value.href);
   if (typeof value !== 'object') return h;

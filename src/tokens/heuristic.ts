@@ -63,7 +63,10 @@ function addOutput(m: Measure, output: ToolResultOutput | undefined, provider: M
           if (mediaType.startsWith('image/')) {
             m.mediaTokens += imageTokens(typeof data === 'string' ? readImageDimensions(data) : undefined, provider);
           } else {
-            m.mediaTokens += fileTokens({ type: 'file', data: typeof data === 'string' ? data : '', mediaType }, provider);
+            m.mediaTokens += fileTokens(
+              { type: 'file', data: typeof data === 'string' ? data : '', mediaType },
+              provider,
+            );
           }
         } else m.chars += jsonLength(item, len);
       }
@@ -96,7 +99,10 @@ export function measureMessage(message: GuardMessage, provider: MediaProvider, l
         m.mediaTokens += fileTokens(part as never, provider);
         break;
       case 'tool-call':
-        m.chars += String(part['toolName'] ?? '').length + String(part['toolCallId'] ?? '').length + jsonLength(part['input'], len);
+        m.chars +=
+          String(part['toolName'] ?? '').length +
+          String(part['toolCallId'] ?? '').length +
+          jsonLength(part['input'], len);
         break;
       case 'tool-result':
         m.chars += String(part['toolName'] ?? '').length + String(part['toolCallId'] ?? '').length;

@@ -150,7 +150,8 @@ function resolveInline(data: DataContent): InlineSource | undefined {
       return { kind: 'bytes', bytes: new Uint8Array(data as ArrayBuffer) };
     }
     // A URL object is a reference, unless it wraps a data: URL.
-    if (typeof URL !== 'undefined' && data instanceof URL && data.protocol === 'data:') return resolveDataUrl(data.href);
+    if (typeof URL !== 'undefined' && data instanceof URL && data.protocol === 'data:')
+      return resolveDataUrl(data.href);
     return undefined;
   }
   if (data.length >= 5 && data.slice(0, 5).toLowerCase() === 'data:') return resolveDataUrl(data);
@@ -257,7 +258,11 @@ function inlineByteLength(src: InlineSource): number {
     case 'base64': {
       let end = src.text.length;
       // Trailing padding and line breaks carry no data.
-      while (end > src.start && (src.text.charCodeAt(end - 1) === 0x3d || (B64[src.text.charCodeAt(end - 1)] ?? 0) === -2)) end--;
+      while (
+        end > src.start &&
+        (src.text.charCodeAt(end - 1) === 0x3d || (B64[src.text.charCodeAt(end - 1)] ?? 0) === -2)
+      )
+        end--;
       return Math.floor(((end - src.start) * 3) / 4);
     }
     case 'percent':
@@ -466,9 +471,7 @@ function geminiImageTokens(d: ImageDimensions): number {
 }
 
 function isUsable(d: ImageDimensions | undefined): d is ImageDimensions {
-  return (
-    d !== undefined && Number.isFinite(d.width) && Number.isFinite(d.height) && d.width > 0 && d.height > 0
-  );
+  return d !== undefined && Number.isFinite(d.width) && Number.isFinite(d.height) && d.width > 0 && d.height > 0;
 }
 
 /**
@@ -586,7 +589,10 @@ function isTextLike(mediaType: string): boolean {
  */
 export function fileTokens(part: FilePart, provider: MediaProvider): number {
   try {
-    const mediaType = String(part.mediaType ?? '').split(';')[0]!.trim().toLowerCase();
+    const mediaType = String(part.mediaType ?? '')
+      .split(';')[0]!
+      .trim()
+      .toLowerCase();
     if (mediaType.startsWith('image/')) {
       return imageTokens(readImageDimensions(part.data), provider, imageDetailOf(part.providerOptions));
     }

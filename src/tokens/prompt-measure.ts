@@ -54,7 +54,12 @@ function sameValue(a: unknown, b: unknown, depth: number): boolean {
     for (let i = 0; i < a.length; i++) if (!sameValue(a[i], b[i], depth - 1)) return false;
     return true;
   }
-  if (Array.isArray(b) || Object.getPrototypeOf(a) !== Object.prototype || Object.getPrototypeOf(b) !== Object.prototype) return false;
+  if (
+    Array.isArray(b) ||
+    Object.getPrototypeOf(a) !== Object.prototype ||
+    Object.getPrototypeOf(b) !== Object.prototype
+  )
+    return false;
   const ka = Object.keys(a);
   if (ka.length !== Object.keys(b).length) return false;
   for (const k of ka) {
@@ -73,18 +78,24 @@ type AnyPart = Record<string, unknown> & { type?: unknown };
 function samePart(a: AnyPart, b: AnyPart): boolean {
   if (a === b) return true;
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || a.type !== b.type) return false;
-  if (a['providerOptions'] !== b['providerOptions'] && !sameValue(a['providerOptions'], b['providerOptions'], 3)) return false;
+  if (a['providerOptions'] !== b['providerOptions'] && !sameValue(a['providerOptions'], b['providerOptions'], 3))
+    return false;
   switch (a.type) {
     case 'text':
     case 'reasoning':
       return a['text'] === b['text'];
     case 'tool-call':
-      return a['toolCallId'] === b['toolCallId'] && a['toolName'] === b['toolName'] && sameValue(a['input'], b['input'], 8);
+      return (
+        a['toolCallId'] === b['toolCallId'] && a['toolName'] === b['toolName'] && sameValue(a['input'], b['input'], 8)
+      );
     case 'tool-result': {
       if (a['toolCallId'] !== b['toolCallId'] || a['toolName'] !== b['toolName']) return false;
       const oa = a['output'] as AnyPart | undefined;
       const ob = b['output'] as AnyPart | undefined;
-      return oa === ob || (!!oa && !!ob && oa.type === ob.type && sameValue(oa['value'], ob['value'], 8) && oa['reason'] === ob['reason']);
+      return (
+        oa === ob ||
+        (!!oa && !!ob && oa.type === ob.type && sameValue(oa['value'], ob['value'], 8) && oa['reason'] === ob['reason'])
+      );
     }
     case 'image':
       return a['image'] === b['image'] && a['mediaType'] === b['mediaType'];

@@ -271,8 +271,9 @@ export function normalizeModelId(modelId: string): string {
   // Llama: `llama3-1-70b` (Bedrock), `llama-v3p1-70b` (Fireworks), `llama3.1` (Ollama),
   // `meta-llama-3.1-8b` (Hugging Face) → `llama-3.1-...`. A single-digit minor version must be
   // followed by a separator, so `llama3-70b` stays Llama 3 rather than becoming 3.7.
-  id = id.replace(/^(?:meta-)?llama-?v?(\d+)(?:[.p-](\d)(?![\da-z]))?/, (_m, major: string, minor: string | undefined) =>
-    minor ? `llama-${major}.${minor}` : `llama-${major}`,
+  id = id.replace(
+    /^(?:meta-)?llama-?v?(\d+)(?:[.p-](\d)(?![\da-z]))?/,
+    (_m, major: string, minor: string | undefined) => (minor ? `llama-${major}.${minor}` : `llama-${major}`),
   );
   // Gemma: `gemma2-9b-it` (Groq), `gemma3` (Ollama) → `gemma-2-9b-it`, `gemma-3`.
   id = id.replace(/^gemma-?(\d+)/, 'gemma-$1');
@@ -320,7 +321,9 @@ function prepareOverrides(overrides: Readonly<Record<string, number>>): Readonly
   const byKey = new Map<string, number>();
   for (const [key, window] of Object.entries(overrides)) {
     if (typeof window !== 'number' || !Number.isFinite(window) || window <= 0) {
-      throw new RangeError(`the context window of "${key}" must be a positive, finite number of tokens; got ${String(window)}`);
+      throw new RangeError(
+        `the context window of "${key}" must be a positive, finite number of tokens; got ${String(window)}`,
+      );
     }
     const prefix = normalizeModelId(key);
     // A key that normalizes to nothing (`openai/`) names no model.
@@ -355,7 +358,8 @@ export function matchingOverride(modelId: string, overrides: Readonly<Record<str
   let bestLength = -1;
   for (const key of Object.keys(overrides)) {
     const prefix = normalizeModelId(key);
-    if (prefix !== '' && prefix.length > bestLength && matchesPrefix(id, prefix)) [best, bestLength] = [key, prefix.length];
+    if (prefix !== '' && prefix.length > bestLength && matchesPrefix(id, prefix))
+      [best, bestLength] = [key, prefix.length];
   }
   return best;
 }

@@ -83,7 +83,10 @@ export function keptTail(input: readonly GuardMessage[], output: readonly GuardM
 export type Answer = string | { text: string };
 
 /** A summarizer that records every input; `answer` decides each reply (default: a short summary). */
-export function recordingSummarizer(answer: (input: SummarizerInput, call: number) => Answer | Promise<Answer> = (_i, n) => `## Task state\nsummary #${n}`) {
+export function recordingSummarizer(
+  answer: (input: SummarizerInput, call: number) => Answer | Promise<Answer> = (_i, n) =>
+    `## Task state\nsummary #${n}`,
+) {
   const calls: SummarizerInput[] = [];
   const replies: Answer[] = [];
   return {
@@ -100,7 +103,10 @@ export function recordingSummarizer(answer: (input: SummarizerInput, call: numbe
 
 /** Rough provider count of `messages` at `ratio` × chars/4: what a test feeds back as "real" usage. */
 export function realTokens(messages: readonly GuardMessage[], ratio: number): number {
-  const chars = messages.reduce((n, m) => n + 12 + (typeof m.content === 'string' ? m.content.length : JSON.stringify(m.content).length), 0);
+  const chars = messages.reduce(
+    (n, m) => n + 12 + (typeof m.content === 'string' ? m.content.length : JSON.stringify(m.content).length),
+    0,
+  );
   return Math.max(1, Math.ceil((ratio * chars) / 4));
 }
 

@@ -1,10 +1,19 @@
 import { describe, it, expect } from 'vitest';
 import type { GuardMessage, ToolResultOutput } from '../../src/messages.ts';
-import { DEFAULT_FILE_OPS, extractFileOps, renderFileOpsFooter, stripFileOpsFooter } from '../../src/compaction/file-ops.ts';
+import {
+  DEFAULT_FILE_OPS,
+  extractFileOps,
+  renderFileOpsFooter,
+  stripFileOpsFooter,
+} from '../../src/compaction/file-ops.ts';
 
 let n = 0;
 /** One tool call and its (successful unless told) result. */
-function step(toolName: string, input: unknown, output: ToolResultOutput = { type: 'text', value: 'ok' }): GuardMessage[] {
+function step(
+  toolName: string,
+  input: unknown,
+  output: ToolResultOutput = { type: 'text', value: 'ok' },
+): GuardMessage[] {
   const toolCallId = `call_${++n}`;
   return [
     { role: 'assistant', content: [{ type: 'tool-call', toolCallId, toolName, input }] },
@@ -29,7 +38,10 @@ describe('extractFileOps', () => {
         step('read_file', { absolute_path: '/abs/j.ts' }),
         step('NotebookRead', { notebook_path: 'k.ipynb' }),
       ),
-    ).toEqual({ read: ['/abs/d.ts', '/abs/j.ts', 'a.ts', 'b.ts', 'c.ts', 'e.ts', 'f.ts', 'g.ts', 'h.ts', 'i.ts', 'k.ipynb'], modified: [] });
+    ).toEqual({
+      read: ['/abs/d.ts', '/abs/j.ts', 'a.ts', 'b.ts', 'c.ts', 'e.ts', 'f.ts', 'g.ts', 'h.ts', 'i.ts', 'k.ipynb'],
+      modified: [],
+    });
   });
 
   it('recognizes write and edit tools', () => {
@@ -47,18 +59,33 @@ describe('extractFileOps', () => {
         step('write_to_file', { path: 'j.ts', content: '' }),
         step('multi_file_edit', { files: [{ path: 'nope.ts' }] }), // not a known tool
       ),
-    ).toEqual({ read: [], modified: ['a.ts', 'b.ts', 'c.ts', 'd.ts', 'e.ts', 'f.ts', 'g.ts', 'h.ts', 'i.ipynb', 'j.ts'] });
+    ).toEqual({
+      read: [],
+      modified: ['a.ts', 'b.ts', 'c.ts', 'd.ts', 'e.ts', 'f.ts', 'g.ts', 'h.ts', 'i.ipynb', 'j.ts'],
+    });
   });
 
   it('ignores search and listing tools', () => {
-    expect(ops(step('grep', { path: 'src', pattern: 'x' }), step('Glob', { pattern: '**/*.ts', path: 'src' }), step('ls', { path: '.' }))).toEqual({
+    expect(
+      ops(
+        step('grep', { path: 'src', pattern: 'x' }),
+        step('Glob', { pattern: '**/*.ts', path: 'src' }),
+        step('ls', { path: '.' }),
+      ),
+    ).toEqual({
       read: [],
       modified: [],
     });
   });
 
   it('matches tool names case-insensitively and through MCP-style prefixes', () => {
-    expect(ops(step('READ_FILE', { path: 'a.ts' }), step('mcp__filesystem__write_file', { path: 'b.ts' }), step('functions.read_file', { path: 'c.ts' }))).toEqual({
+    expect(
+      ops(
+        step('READ_FILE', { path: 'a.ts' }),
+        step('mcp__filesystem__write_file', { path: 'b.ts' }),
+        step('functions.read_file', { path: 'c.ts' }),
+      ),
+    ).toEqual({
       read: ['a.ts', 'c.ts'],
       modified: ['b.ts'],
     });
@@ -90,8 +117,14 @@ describe('extractFileOps', () => {
       '*** Delete File: src/old.ts',
       '*** End Patch',
     ].join('\n');
-    expect(ops(step('apply_patch', { input: patch }))).toEqual({ read: [], modified: ['src/app.ts', 'src/app2.ts', 'src/new.ts', 'src/old.ts'] });
-    expect(ops(step('apply_patch', patch))).toEqual({ read: [], modified: ['src/app.ts', 'src/app2.ts', 'src/new.ts', 'src/old.ts'] });
+    expect(ops(step('apply_patch', { input: patch }))).toEqual({
+      read: [],
+      modified: ['src/app.ts', 'src/app2.ts', 'src/new.ts', 'src/old.ts'],
+    });
+    expect(ops(step('apply_patch', patch))).toEqual({
+      read: [],
+      modified: ['src/app.ts', 'src/app2.ts', 'src/new.ts', 'src/old.ts'],
+    });
   });
 
   it('parses paths from unified and git diffs, skipping /dev/null and timestamps', () => {
@@ -108,14 +141,19 @@ describe('extractFileOps', () => {
   });
 
   it("reads OpenAI's apply_patch operation shape", () => {
-    expect(ops(step('apply_patch', { operation: { type: 'update_file', path: 'src/op.ts', diff: '@@\n-a\n+b' } }))).toEqual({
+    expect(
+      ops(step('apply_patch', { operation: { type: 'update_file', path: 'src/op.ts', diff: '@@\n-a\n+b' } })),
+    ).toEqual({
       read: [],
       modified: ['src/op.ts'],
     });
   });
 
   it('does not take diff headers from the content of a write with a path', () => {
-    expect(ops(step('write_file', { path: 'fix.patch', content: '--- a/other.ts\n+++ b/other.ts' }))).toEqual({ read: [], modified: ['fix.patch'] });
+    expect(ops(step('write_file', { path: 'fix.patch', content: '--- a/other.ts\n+++ b/other.ts' }))).toEqual({
+      read: [],
+      modified: ['fix.patch'],
+    });
   });
 
   it('skips calls whose result is an error or a denial', () => {
@@ -129,7 +167,14 @@ describe('extractFileOps', () => {
   });
 
   it('lists a file read and modified only under modified, and dedupes', () => {
-    expect(ops(step('read_file', { path: 'a.ts' }), step('edit', { path: 'a.ts' }), step('read_file', { path: 'a.ts' }), step('read_file', { path: 'b.ts' }))).toEqual({
+    expect(
+      ops(
+        step('read_file', { path: 'a.ts' }),
+        step('edit', { path: 'a.ts' }),
+        step('read_file', { path: 'a.ts' }),
+        step('read_file', { path: 'b.ts' }),
+      ),
+    ).toEqual({
       read: ['b.ts'],
       modified: ['a.ts'],
     });
@@ -137,19 +182,38 @@ describe('extractFileOps', () => {
 
   it('merges with the previous file ops', () => {
     const previous = { read: ['old-read.ts', 'will-change.ts'], modified: ['old-mod.ts'] };
-    const merged = extractFileOps([...step('edit', { path: 'will-change.ts' }), ...step('read', { path: 'old-mod.ts' }), ...step('read', { path: 'new.ts' })], DEFAULT_FILE_OPS, previous);
+    const merged = extractFileOps(
+      [
+        ...step('edit', { path: 'will-change.ts' }),
+        ...step('read', { path: 'old-mod.ts' }),
+        ...step('read', { path: 'new.ts' }),
+      ],
+      DEFAULT_FILE_OPS,
+      previous,
+    );
     expect(merged).toEqual({ read: ['new.ts', 'old-read.ts'], modified: ['old-mod.ts', 'will-change.ts'] });
     expect(previous).toEqual({ read: ['old-read.ts', 'will-change.ts'], modified: ['old-mod.ts'] }); // not mutated
   });
 
   it('honours a custom config', () => {
     const config = { readTools: ['fetch_doc'], writeTools: ['save'], pathKeys: ['doc'] };
-    const messages = [...step('fetch_doc', { doc: 'docs/a.md' }), ...step('save', { doc: 'docs/b.md' }), ...step('read_file', { path: 'x.ts' })];
+    const messages = [
+      ...step('fetch_doc', { doc: 'docs/a.md' }),
+      ...step('save', { doc: 'docs/b.md' }),
+      ...step('read_file', { path: 'x.ts' }),
+    ];
     expect(extractFileOps(messages, config)).toEqual({ read: ['docs/a.md'], modified: ['docs/b.md'] });
   });
 
   it('ignores values that are not paths', () => {
-    expect(ops(step('read_file', { path: '' }), step('read_file', { path: 'a\nb' }), step('read_file', { path: 42 }), step('read_file', null))).toEqual({
+    expect(
+      ops(
+        step('read_file', { path: '' }),
+        step('read_file', { path: 'a\nb' }),
+        step('read_file', { path: 42 }),
+        step('read_file', null),
+      ),
+    ).toEqual({
       read: [],
       modified: [],
     });
@@ -158,7 +222,9 @@ describe('extractFileOps', () => {
 
 describe('renderFileOpsFooter', () => {
   it('renders both lists', () => {
-    expect(renderFileOpsFooter({ read: ['a.ts', 'b.ts'], modified: ['c.ts'] })).toBe('<files>\nread: a.ts, b.ts\nmodified: c.ts\n</files>');
+    expect(renderFileOpsFooter({ read: ['a.ts', 'b.ts'], modified: ['c.ts'] })).toBe(
+      '<files>\nread: a.ts, b.ts\nmodified: c.ts\n</files>',
+    );
     expect(renderFileOpsFooter({ read: [], modified: ['c.ts'] })).toBe('<files>\nmodified: c.ts\n</files>');
   });
 
@@ -168,7 +234,9 @@ describe('renderFileOpsFooter', () => {
 
   it('clips long lists', () => {
     const read = Array.from({ length: 12 }, (_, i) => `f${String(i).padStart(2, '0')}.ts`);
-    expect(renderFileOpsFooter({ read, modified: [] }, 3)).toBe('<files>\nread: f00.ts, f01.ts, f02.ts (+9 more)\n</files>');
+    expect(renderFileOpsFooter({ read, modified: [] }, 3)).toBe(
+      '<files>\nread: f00.ts, f01.ts, f02.ts (+9 more)\n</files>',
+    );
     expect(renderFileOpsFooter({ read, modified: [] }, 0)).toBe('<files>\nread: (+12 more)\n</files>');
   });
 

@@ -21,7 +21,11 @@ export interface InvariantOptions {
 }
 
 /** Asserts every invariant of DESIGN.md on one beforeModel call. */
-export function expectInvariants(input: readonly GuardMessage[], result: BeforeModelResult, options: InvariantOptions = {}): void {
+export function expectInvariants(
+  input: readonly GuardMessage[],
+  result: BeforeModelResult,
+  options: InvariantOptions = {},
+): void {
   const out = result.messages;
   expect(pairingProblems(out)).toEqual([]);
 
@@ -39,7 +43,9 @@ export function expectInvariants(input: readonly GuardMessage[], result: BeforeM
   const latest = [...input].reverse().find((m) => m.role === 'user');
   if (latest) {
     const text = userText(latest);
-    const present = out.includes(latest) || out.some((m) => m.role === 'user' && (text.length === 0 || userText(m).includes(text.slice(0, 100))));
+    const present =
+      out.includes(latest) ||
+      out.some((m) => m.role === 'user' && (text.length === 0 || userText(m).includes(text.slice(0, 100))));
     expect(present, 'latest user request missing from the output').toBe(true);
   }
 

@@ -1,6 +1,11 @@
 import { describe, it, expect } from 'vitest';
 import fc from 'fast-check';
-import { MECHANICAL_SUMMARY_PREFIX, MECHANICAL_USER_FLOOR_CHARS, mechanicalDigest, mechanicalSummary } from '../../src/compaction/mechanical.ts';
+import {
+  MECHANICAL_SUMMARY_PREFIX,
+  MECHANICAL_USER_FLOOR_CHARS,
+  mechanicalDigest,
+  mechanicalSummary,
+} from '../../src/compaction/mechanical.ts';
 import type { GuardMessage } from '../../src/messages.ts';
 
 /** Deterministic bytes that look like compressed image data. */
@@ -19,9 +24,32 @@ const messages: GuardMessage[] = [
       { type: 'tool-call', toolCallId: 'c1', toolName: 'read_file', input: { path: 'src/a.ts' } },
     ],
   },
-  { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'read_file', output: { type: 'text', value: 'x'.repeat(500) } }] },
-  { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c2', toolName: 'bash', input: { command: 'npm run build' } }] },
-  { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c2', toolName: 'bash', output: { type: 'error-text', value: 'TS2304: Cannot find name foo' } }] },
+  {
+    role: 'tool',
+    content: [
+      {
+        type: 'tool-result',
+        toolCallId: 'c1',
+        toolName: 'read_file',
+        output: { type: 'text', value: 'x'.repeat(500) },
+      },
+    ],
+  },
+  {
+    role: 'assistant',
+    content: [{ type: 'tool-call', toolCallId: 'c2', toolName: 'bash', input: { command: 'npm run build' } }],
+  },
+  {
+    role: 'tool',
+    content: [
+      {
+        type: 'tool-result',
+        toolCallId: 'c2',
+        toolName: 'bash',
+        output: { type: 'error-text', value: 'TS2304: Cannot find name foo' },
+      },
+    ],
+  },
   { role: 'assistant', content: 'Found it.' },
 ];
 
@@ -70,8 +98,17 @@ describe('mechanicalSummary', () => {
   it('labels media and strips inline base64', () => {
     const base64 = noise(3000).toString('base64');
     const s = mechanicalSummary([
-      { role: 'user', content: [{ type: 'image', image: base64, mediaType: 'image/png' }, { type: 'text', text: 'see' }] },
-      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'a', toolName: 'get', output: { type: 'text', value: base64 } }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'image', image: base64, mediaType: 'image/png' },
+          { type: 'text', text: 'see' },
+        ],
+      },
+      {
+        role: 'tool',
+        content: [{ type: 'tool-result', toolCallId: 'a', toolName: 'get', output: { type: 'text', value: base64 } }],
+      },
     ]);
     expect(s).toContain('- user: [image: image/png] see');
     expect(s).toContain('- tool get returned: [base64 data: 4,000 characters]');
@@ -90,7 +127,10 @@ describe('mechanicalSummary', () => {
 // ---------------------------------------------------------------------------------------------
 
 const FILL = 'lorem ipsum dolor sit amet consectetur adipiscing elit ';
-const filler = (chars: number) => FILL.repeat(Math.ceil(chars / FILL.length)).slice(0, chars).trimEnd();
+const filler = (chars: number) =>
+  FILL.repeat(Math.ceil(chars / FILL.length))
+    .slice(0, chars)
+    .trimEnd();
 const userLines = (digest: string) => digest.split('\n').filter((l) => l.startsWith('- user: '));
 const toolLines = (digest: string) => digest.split('\n').filter((l) => l.startsWith('- tool '));
 const assistantLines = (digest: string) => digest.split('\n').filter((l) => l.startsWith('- assistant'));
@@ -108,7 +148,14 @@ function turn(i: number, userChars: number, toolChars: number): GuardMessage[] {
     },
     {
       role: 'tool',
-      content: [{ type: 'tool-result', toolCallId: `c${i}`, toolName: 'read_file', output: { type: 'text', value: `file ${i} ${filler(toolChars)}` } }],
+      content: [
+        {
+          type: 'tool-result',
+          toolCallId: `c${i}`,
+          toolName: 'read_file',
+          output: { type: 'text', value: `file ${i} ${filler(toolChars)}` },
+        },
+      ],
     },
     { role: 'assistant', content: `Done with request ${i}. ${filler(500)}` },
   ];
@@ -118,24 +165,35 @@ function turn(i: number, userChars: number, toolChars: number): GuardMessage[] {
 function factSession(): GuardMessage[] {
   const out: GuardMessage[] = [{ role: 'assistant', content: 'Hello, what can I do?' }];
   for (let i = 0; i < 400; i++) {
-    out.push({ role: 'user', content: `fact-${i}: the deploy key of service ${i} lives in vault path kv/${i}. ${filler(250)}` });
+    out.push({
+      role: 'user',
+      content: `fact-${i}: the deploy key of service ${i} lives in vault path kv/${i}. ${filler(250)}`,
+    });
     out.push({
       role: 'assistant',
       content: [
         { type: 'text', text: `Noted fact ${i}. ${filler(200)}` },
         { type: 'tool-call', toolCallId: `v${i}`, toolName: 'vault_read', input: { path: `kv/${i}` } },
-        { type: 'tool-result', toolCallId: `v${i}`, toolName: 'vault_read', output: { type: 'text', value: filler(1500) } },
+        {
+          type: 'tool-result',
+          toolCallId: `v${i}`,
+          toolName: 'vault_read',
+          output: { type: 'text', value: filler(1500) },
+        },
       ],
     });
   }
   return out;
 }
 
-const factsIn = (digest: string) => Array.from({ length: 400 }, (_, i) => i).filter((i) => digest.includes(`- user: fact-${i}: `));
+const factsIn = (digest: string) =>
+  Array.from({ length: 400 }, (_, i) => i).filter((i) => digest.includes(`- user: fact-${i}: `));
 
 describe('mechanicalDigest over its budget', () => {
   it('the issue scenario at a 4k window: 17 messages, every user request kept whole, tool output shrunk first', () => {
-    const history = [0, 1, 2, 3].flatMap((i) => turn(i, 120, 3000)).concat({ role: 'user', content: `request-4: ${filler(120)}` });
+    const history = [0, 1, 2, 3]
+      .flatMap((i) => turn(i, 120, 3000))
+      .concat({ role: 'user', content: `request-4: ${filler(120)}` });
     expect(history).toHaveLength(17);
     // What the summarizer's fallback gets at a 4k window: 1.5 × the 400-token summary budget at 0.375 tokens a character.
     const maxChars = 1600;
@@ -168,7 +226,8 @@ describe('mechanicalDigest over its budget', () => {
     expect(toolLines(d.text)).toEqual([]);
     expect(assistantLines(d.text)).toEqual([]);
     // Each kept user message keeps at least its start.
-    for (const line of userLines(d.text)) expect(line.length).toBeGreaterThanOrEqual('- user: '.length + MECHANICAL_USER_FLOOR_CHARS);
+    for (const line of userLines(d.text))
+      expect(line.length).toBeGreaterThanOrEqual('- user: '.length + MECHANICAL_USER_FLOOR_CHARS);
   });
 
   it('keeps every one of 400 user facts whenever their starts fit the budget', () => {
@@ -200,7 +259,8 @@ describe('mechanicalDigest over its budget', () => {
       if (!toolContent) sawToolsGone = true;
       if (assistantLines(d.text).length === 0) sawAssistantGone = true;
       // The start of each user message survives at every budget tried here.
-      for (let i = 0; i < 3; i++) expect(d.text).toContain(`- user: request-${i}: ${filler(150).slice(0, MECHANICAL_USER_FLOOR_CHARS - 12)}`);
+      for (let i = 0; i < 3; i++)
+        expect(d.text).toContain(`- user: request-${i}: ${filler(150).slice(0, MECHANICAL_USER_FLOOR_CHARS - 12)}`);
       expect(d.lostUserMessages).toBe(0);
     }
     expect(sawToolsGone && sawAssistantGone).toBe(true);
@@ -248,14 +308,19 @@ describe('mechanicalDigest over its budget', () => {
     for (let i = 0; i < 4; i++) expect(tight.text).toContain(`- user: request-${i}: `);
     expect(tight.lostUserMessages).toBe(0);
     // Stable: the same input gives the same bytes.
-    expect(mechanicalDigest(structuredClone(second), { previousSummary: earlier, maxChars: 1200 }).text).toBe(tight.text);
+    expect(mechanicalDigest(structuredClone(second), { previousSummary: earlier, maxChars: 1200 }).text).toBe(
+      tight.text,
+    );
   });
 
   it('carries the count of user messages an earlier digest lost', () => {
     const history = factSession();
     const earlier = mechanicalDigest(history, { maxChars: 9257 });
     expect(earlier.lostUserMessages).toBeGreaterThan(0);
-    const later = mechanicalDigest([{ role: 'user', content: 'one more request' }], { previousSummary: earlier.text, maxChars: 9257 });
+    const later = mechanicalDigest([{ role: 'user', content: 'one more request' }], {
+      previousSummary: earlier.text,
+      maxChars: 9257,
+    });
     expect(later.text).toContain('- user: one more request');
     const lost = Number(/- \((\d+) earlier user messages could not be kept\)/.exec(later.text)?.[1]);
     // At least the earlier loss, and only what this digest dropped is reported as new.

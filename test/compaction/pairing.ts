@@ -18,18 +18,22 @@ export function pairingProblems(messages: readonly GuardMessage[]): string[] {
           : [],
       );
       for (const part of m.content) {
-        if (part.type === 'tool-result' && !calls.has(part.toolCallId)) problems.push(`message ${i}: result ${part.toolCallId} without its call`);
+        if (part.type === 'tool-result' && !calls.has(part.toolCallId))
+          problems.push(`message ${i}: result ${part.toolCallId} without its call`);
       }
     }
     if (m.role === 'assistant' && Array.isArray(m.content)) {
-      const answered = new Set(m.content.filter((p) => p.type === 'tool-result').map((p) => (p as { toolCallId: string }).toolCallId));
+      const answered = new Set(
+        m.content.filter((p) => p.type === 'tool-result').map((p) => (p as { toolCallId: string }).toolCallId),
+      );
       for (let j = i + 1; j < messages.length && messages[j]?.role === 'tool'; j++) {
         for (const part of (messages[j] as { content: Array<{ type: string; toolCallId?: string }> }).content) {
           if (part.type === 'tool-result' && part.toolCallId) answered.add(part.toolCallId);
         }
       }
       for (const part of m.content) {
-        if (part.type === 'tool-call' && !answered.has(part.toolCallId)) problems.push(`message ${i}: call ${part.toolCallId} without its result`);
+        if (part.type === 'tool-call' && !answered.has(part.toolCallId))
+          problems.push(`message ${i}: call ${part.toolCallId} without its result`);
       }
     }
   }

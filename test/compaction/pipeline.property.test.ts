@@ -6,7 +6,14 @@
 // again (no loop) and gives the same bytes (the memo).
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createContextGuard, type BeforeModelInput, type ContextGuardEvent, type GuardMessage, type SummarizerInput, type ToolDefinition } from '../../src/index.ts';
+import {
+  createContextGuard,
+  type BeforeModelInput,
+  type ContextGuardEvent,
+  type GuardMessage,
+  type SummarizerInput,
+  type ToolDefinition,
+} from '../../src/index.ts';
 import { realTokens, text } from './builders.ts';
 import { expectInvariants } from './invariants.ts';
 
@@ -25,13 +32,23 @@ type Segment =
   | { kind: 'broken'; unanswered: boolean };
 
 const segment: fc.Arbitrary<Segment> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant('user' as const), size, image: fc.integer({ min: 0, max: 9 }).map((n) => n < 3) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant('user' as const),
+      size,
+      image: fc.integer({ min: 0, max: 9 }).map((n) => n < 3),
+    }),
+  },
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('assistant' as const), size, reasoning: fc.boolean() }) },
   {
     weight: 5,
     arbitrary: fc.record({
       kind: fc.constant('tools' as const),
-      sizes: fc.oneof({ weight: 3, arbitrary: fc.array(size, { minLength: 1, maxLength: 1 }) }, { weight: 1, arbitrary: fc.array(size, { minLength: 2, maxLength: 15 }) }),
+      sizes: fc.oneof(
+        { weight: 3, arbitrary: fc.array(size, { minLength: 1, maxLength: 1 }) },
+        { weight: 1, arbitrary: fc.array(size, { minLength: 2, maxLength: 15 }) },
+      ),
       tool: fc.constantFrom('read_file', 'write_file', 'bash', 'search', 'memory'),
       separate: fc.boolean(),
       error: fc.boolean(),
@@ -41,7 +58,10 @@ const segment: fc.Arbitrary<Segment> = fc.oneof(
 );
 
 // A tiny valid PNG header (1×1) so the image has dimensions to price.
-const PNG = Uint8Array.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52, 0, 0, 0, 1, 0, 0, 0, 1, 8, 6, 0, 0, 0]);
+const PNG = Uint8Array.from([
+  0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52, 0, 0, 0, 1, 0, 0, 0, 1, 8, 6, 0,
+  0, 0,
+]);
 
 /** Turns segments into messages; `n` numbers labels and call ids across calls. */
 function build(segments: Segment[], window: number, counter: { n: number }): GuardMessage[] {
@@ -53,7 +73,13 @@ function build(segments: Segment[], window: number, counter: { n: number }): Gua
       case 'user':
         out.push(
           s.image
-            ? { role: 'user', content: [{ type: 'text', text: text(`U${n}`, chars(s.size)) }, { type: 'image', image: PNG, mediaType: 'image/png' }] }
+            ? {
+                role: 'user',
+                content: [
+                  { type: 'text', text: text(`U${n}`, chars(s.size)) },
+                  { type: 'image', image: PNG, mediaType: 'image/png' },
+                ],
+              }
             : { role: 'user', content: text(`U${n}`, chars(s.size)) },
         );
         break;
@@ -70,13 +96,21 @@ function build(segments: Segment[], window: number, counter: { n: number }): Gua
         const ids = s.sizes.map((_s, i) => `call-${n}-${i}`);
         out.push({
           role: 'assistant',
-          content: ids.map((id, i) => ({ type: 'tool-call' as const, toolCallId: id, toolName: s.tool, input: { path: `src/f${n}-${i}.ts` } })),
+          content: ids.map((id, i) => ({
+            type: 'tool-call' as const,
+            toolCallId: id,
+            toolName: s.tool,
+            input: { path: `src/f${n}-${i}.ts` },
+          })),
         });
         const results = ids.map((id, i) => ({
           type: 'tool-result' as const,
           toolCallId: id,
           toolName: s.tool,
-          output: s.error && i === 0 ? { type: 'error-text' as const, value: text(`E${n}`, 300) } : { type: 'text' as const, value: text(`T${n}.${i}`, chars(s.sizes[i] ?? 0)) },
+          output:
+            s.error && i === 0
+              ? { type: 'error-text' as const, value: text(`E${n}`, 300) }
+              : { type: 'text' as const, value: text(`T${n}.${i}`, chars(s.sizes[i] ?? 0)) },
         }));
         if (s.separate) for (const r of results) out.push({ role: 'tool', content: [r] });
         else out.push({ role: 'tool', content: results });
@@ -86,8 +120,21 @@ function build(segments: Segment[], window: number, counter: { n: number }): Gua
         // What a crashed agent loop leaves behind: a call without its result, or a stray result.
         out.push(
           s.unanswered
-            ? { role: 'assistant', content: [{ type: 'tool-call', toolCallId: `lost-${n}`, toolName: 'bash', input: { cmd: 'ls' } }] }
-            : { role: 'tool', content: [{ type: 'tool-result', toolCallId: `stray-${n}`, toolName: 'bash', output: { type: 'text', value: 'stray' } }] },
+            ? {
+                role: 'assistant',
+                content: [{ type: 'tool-call', toolCallId: `lost-${n}`, toolName: 'bash', input: { cmd: 'ls' } }],
+              }
+            : {
+                role: 'tool',
+                content: [
+                  {
+                    type: 'tool-result',
+                    toolCallId: `stray-${n}`,
+                    toolName: 'bash',
+                    output: { type: 'text', value: 'stray' },
+                  },
+                ],
+              },
         );
         break;
     }
@@ -157,7 +204,9 @@ describe('compaction properties', () => {
         const inputs: SummarizerInput[] = [];
         const summarizer = summarizerFor(sc.behaviour, sc.window, inputs);
         // At least 4k: the instructions alone are ~400 tokens, and no real summarizer model is smaller.
-        const summarizerWindow = sc.summarizerWindowFraction ? Math.max(4_000, Math.floor(sc.summarizerWindowFraction * sc.window)) : sc.window;
+        const summarizerWindow = sc.summarizerWindowFraction
+          ? Math.max(4_000, Math.floor(sc.summarizerWindowFraction * sc.window))
+          : sc.window;
         const guard = createContextGuard({
           contextWindow: sc.window,
           retention: sc.retention,
@@ -168,14 +217,18 @@ describe('compaction properties', () => {
           onEvent: (e) => void events.push(e),
         });
         // The guard never throws at call time: a rejection fails the property with its cause.
-        const beforeModel = (input: BeforeModelInput) => guard.beforeModel(input).catch((error: unknown) => expect.fail(`beforeModel rejected: ${String(error)}`));
+        const beforeModel = (input: BeforeModelInput) =>
+          guard.beforeModel(input).catch((error: unknown) => expect.fail(`beforeModel rejected: ${String(error)}`));
         const tools: ToolDefinition[] = sc.tools.map((s, i) => ({
           name: `tool_${i}`,
           description: text(`tool ${i}`, Math.floor((s / 1000) * sc.window * 4)),
           inputSchema: { type: 'object', properties: { path: { type: 'string' } } },
         }));
         const counter = { n: 0 };
-        let history: GuardMessage[] = sc.systems.map((s, i) => ({ role: 'system', content: text(`SYS${i}`, Math.floor((s / 1000) * sc.window * 4)) }));
+        let history: GuardMessage[] = sc.systems.map((s, i) => ({
+          role: 'system',
+          content: text(`SYS${i}`, Math.floor((s / 1000) * sc.window * 4)),
+        }));
 
         for (const call of sc.calls) {
           history = [...history, ...build(call.segments, sc.window, counter)];
@@ -194,7 +247,9 @@ describe('compaction properties', () => {
             expect(again.compaction, 'a replay of the same history compacted again').toBeUndefined();
             expect(again.messages).toEqual(r.messages);
           }
-          expectInvariants(sent, again, { overflow: overflow || events.slice(mark).some((e) => e.type === 'overflow') });
+          expectInvariants(sent, again, {
+            overflow: overflow || events.slice(mark).some((e) => e.type === 'overflow'),
+          });
           // Every compaction-start has its compaction-end, and each is reported by a result.
           const ended = events.slice(mark).filter((e) => e.type === 'compaction-end').length;
           expect(events.slice(mark).filter((e) => e.type === 'compaction-start').length).toBe(ended);
@@ -206,7 +261,8 @@ describe('compaction properties', () => {
         }
         expect(events.filter((e) => e.type === 'error')).toEqual([]);
         // The summarizer's input stays within 80% of its window (instructions included).
-        for (const input of inputs) expect((input.instructions.length + input.prompt.length) / 4).toBeLessThanOrEqual(0.8 * summarizerWindow);
+        for (const input of inputs)
+          expect((input.instructions.length + input.prompt.length) / 4).toBeLessThanOrEqual(0.8 * summarizerWindow);
       }),
       { numRuns: 150 },
     );

@@ -6,7 +6,12 @@
 // Sizes: most tests use a 20k window (threshold 16k, target 10k, tail 4k, summary budget 2k) and
 // no usage feedback, so the estimate is chars/4 × 1.5: 6 exchanges of 4,000 characters are ~18k.
 import { describe, expect, it } from 'vitest';
-import { ContextGuardConfigError, createContextGuard, type ContextGuardOptions, type GuardMessage } from '../../src/index.ts';
+import {
+  ContextGuardConfigError,
+  createContextGuard,
+  type ContextGuardOptions,
+  type GuardMessage,
+} from '../../src/index.ts';
 import { assistant, recorder, system, toolStep, user } from '../helpers.ts';
 import {
   FIRST_REQUEST,
@@ -34,7 +39,10 @@ const LATEST = 'Latest request: finish the migration and run the test suite.';
  */
 const ONE_CHUNK = 200_000;
 /** A 1×1 PNG header: an image with known dimensions. */
-const PNG = Uint8Array.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52, 0, 0, 0, 1, 0, 0, 0, 1, 8, 6, 0, 0, 0]);
+const PNG = Uint8Array.from([
+  0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52, 0, 0, 0, 1, 0, 0, 0, 1, 8, 6, 0,
+  0, 0,
+]);
 
 /** A guard on the standard 20k window that records its events. */
 function setup(options: ContextGuardOptions = {}) {
@@ -55,7 +63,9 @@ function outputValue(part: { output: unknown }): string {
 
 describe('summarizer answers and fallbacks', () => {
   it('accepts a { text } answer, as an AI SDK generateText result', async () => {
-    const { guard } = setup({ summarizer: () => ({ text: '## Task state\nfrom an object', usage: { outputTokens: 5 } }) as { text: string } });
+    const { guard } = setup({
+      summarizer: () => ({ text: '## Task state\nfrom an object', usage: { outputTokens: 5 } }) as { text: string },
+    });
     const r = await guard.beforeModel({ sessionId: 's', messages: chat(6, 4_000).messages });
     expect(r.compaction?.strategy).toBe('summary');
     expect(summaryOf(r.messages)).toContain('from an object');
@@ -221,12 +231,19 @@ describe('split turn', () => {
   /** `before`, then the request followed by 16 tool steps of ~3,000 characters: one turn over the tail budget. */
   function bigTurn(before: GuardMessage[]): GuardMessage[] {
     const messages = [...before, user(request)];
-    for (let i = 0; i < 16; i++) messages.push(...toolStep(`call-${i}`, { cmd: `step ${i}` }, text(`R${i}`, 3_000), 'bash'));
+    for (let i = 0; i < 16; i++)
+      messages.push(...toolStep(`call-${i}`, { cmd: `step ${i}` }, text(`R${i}`, 3_000), 'bash'));
     return messages;
   }
 
   it('summarizes the beginning of a turn larger than the tail budget and keeps its end', async () => {
-    const messages = bigTurn([SYSTEM, user(FIRST_REQUEST), assistant('Sure, on it.'), user('Use the staging database.'), assistant('Noted.')]);
+    const messages = bigTurn([
+      SYSTEM,
+      user(FIRST_REQUEST),
+      assistant('Sure, on it.'),
+      user('Use the staging database.'),
+      assistant('Noted.'),
+    ]);
     const { summarizer, calls } = recordingSummarizer();
     const { guard } = setup({ summarizer, prune: false, summarizerContextWindow: ONE_CHUNK });
 
@@ -294,13 +311,18 @@ describe('retention modes', () => {
     // user's "what is wrong in this screenshot?" loses the screenshot.
     const { guard } = setup({ summarizer: () => 'S', retention: 'summarize-all' });
     const image = { type: 'image' as const, image: PNG, mediaType: 'image/png' };
-    const latest: GuardMessage = { role: 'user', content: [{ type: 'text', text: 'What is wrong in this screenshot?' }, image] };
+    const latest: GuardMessage = {
+      role: 'user',
+      content: [{ type: 'text', text: 'What is wrong in this screenshot?' }, image],
+    };
     const messages = [...chat(6, 4_000).messages, latest];
 
     const r = await guard.beforeModel({ sessionId: 's', messages });
 
     expect(r.compaction).toBeDefined();
-    const images = r.messages.flatMap((m) => (m.role === 'user' && Array.isArray(m.content) ? m.content.filter((p) => p.type === 'image') : []));
+    const images = r.messages.flatMap((m) =>
+      m.role === 'user' && Array.isArray(m.content) ? m.content.filter((p) => p.type === 'image') : [],
+    );
     expect(images).toContainEqual(image);
     expectInvariants(messages, r);
   });
@@ -341,7 +363,9 @@ describe('prune first', () => {
   function toolHeavy() {
     const messages: GuardMessage[] = [SYSTEM, user('Audit the logs of every service.')];
     for (let i = 0; i < 12; i++) {
-      messages.push(...toolStep(`c${i}`, { path: `logs/s${i}.log` }, text(`LOG${i}`, 4_000), i === 2 ? 'memory' : 'read_log'));
+      messages.push(
+        ...toolStep(`c${i}`, { path: `logs/s${i}.log` }, text(`LOG${i}`, 4_000), i === 2 ? 'memory' : 'read_log'),
+      );
     }
     messages.push(assistant('All logs read.'), user('Now write the report.'));
     return messages;
@@ -395,7 +419,11 @@ describe('prune first', () => {
     expect(replay.compaction).toBeUndefined();
     expect(replay.messages).toEqual(r.messages);
     // A stateful host sends what it got plus the next step.
-    const next = [...r.messages, ...toolStep('c-next', { path: 'logs/next.log' }, text('LOG-next', 1_000), 'read_log'), user('And the summary table.')];
+    const next = [
+      ...r.messages,
+      ...toolStep('c-next', { path: 'logs/next.log' }, text('LOG-next', 1_000), 'read_log'),
+      user('And the summary table.'),
+    ];
     const r2 = await guard.beforeModel({ sessionId: 's', messages: next });
     expect(r2.compaction).toBeUndefined();
   });
@@ -458,7 +486,9 @@ describe('single flight', () => {
     const { guard, ev } = setup({ summarizer, summarizerContextWindow: ONE_CHUNK });
     const { messages } = chat(6, 4_000);
 
-    const results = await Promise.all(Array.from({ length: 200 }, () => guard.beforeModel({ sessionId: 's', messages })));
+    const results = await Promise.all(
+      Array.from({ length: 200 }, () => guard.beforeModel({ sessionId: 's', messages })),
+    );
 
     expect(calls).toHaveLength(1);
     expect(ev.of('compaction-end')).toHaveLength(1);
@@ -489,7 +519,13 @@ describe('hooks', () => {
     expect(r.tokens).toBeGreaterThan(r.threshold);
     expect(r.tokens).toBeLessThan(WINDOW);
     expect(contexts).toHaveLength(1);
-    expect(contexts[0]).toMatchObject({ sessionId: 's', reason: 'threshold', threshold: r.threshold, messages, focus: undefined });
+    expect(contexts[0]).toMatchObject({
+      sessionId: 's',
+      reason: 'threshold',
+      threshold: r.threshold,
+      messages,
+      focus: undefined,
+    });
     expect((contexts[0] as { tokens: number }).tokens).toBeGreaterThan(r.threshold);
     expect((contexts[0] as { target: number }).target).toBeLessThan(r.threshold);
     expect(r.compaction).toBeUndefined();
@@ -510,7 +546,10 @@ describe('hooks', () => {
 
   it('beforeCompact can supply the summary: the summarizer is not called', async () => {
     const { summarizer, calls } = recordingSummarizer();
-    const { guard } = setup({ summarizer, beforeCompact: () => ({ summary: 'HOOK SUMMARY: billing migrated, tests pending.' }) });
+    const { guard } = setup({
+      summarizer,
+      beforeCompact: () => ({ summary: 'HOOK SUMMARY: billing migrated, tests pending.' }),
+    });
     const { messages } = chat(6, 4_000);
     const r = await guard.beforeModel({ sessionId: 's', messages });
     expect(calls).toHaveLength(0);
@@ -530,23 +569,29 @@ describe('hooks', () => {
     expect(seen[0]?.messages).toEqual(r.messages);
   });
 
-  it.each(['beforeCompact', 'afterCompact'] as const)('a throwing %s becomes an error event; the call still succeeds', async (hook) => {
-    const { guard, ev } = setup({
-      summarizer: () => '## Task state\nok',
-      [hook]: () => {
-        throw new Error(`${hook} broke`);
-      },
-    } as ContextGuardOptions);
-    const { messages } = chat(6, 4_000);
-    const r = await guard.beforeModel({ sessionId: 's', messages });
-    expect(ev.of('error').map((e) => e.stage)).toEqual([hook]);
-    expect(r.compaction?.strategy).toBe('summary');
-    expect(r.tokens).toBeLessThanOrEqual(r.threshold);
-    expectInvariants(messages, r);
-  });
+  it.each(['beforeCompact', 'afterCompact'] as const)(
+    'a throwing %s becomes an error event; the call still succeeds',
+    async (hook) => {
+      const { guard, ev } = setup({
+        summarizer: () => '## Task state\nok',
+        [hook]: () => {
+          throw new Error(`${hook} broke`);
+        },
+      } as ContextGuardOptions);
+      const { messages } = chat(6, 4_000);
+      const r = await guard.beforeModel({ sessionId: 's', messages });
+      expect(ev.of('error').map((e) => e.stage)).toEqual([hook]);
+      expect(r.compaction?.strategy).toBe('summary');
+      expect(r.tokens).toBeLessThanOrEqual(r.threshold);
+      expectInvariants(messages, r);
+    },
+  );
 
   it('a rejecting async hook is handled the same way', async () => {
-    const { guard, ev } = setup({ summarizer: () => 'ok', beforeCompact: async () => Promise.reject(new Error('async hook broke')) });
+    const { guard, ev } = setup({
+      summarizer: () => 'ok',
+      beforeCompact: async () => Promise.reject(new Error('async hook broke')),
+    });
     const { messages } = chat(6, 4_000);
     const r = await guard.beforeModel({ sessionId: 's', messages });
     expect(ev.last('error').stage).toBe('beforeCompact');
@@ -579,7 +624,10 @@ describe('manual compaction', () => {
     expectInvariants(messages, r);
 
     // The request is used up: the call after does not compact again.
-    const after = await guard.beforeModel({ sessionId: 's', messages: [...messages, assistant('done'), user('thanks')] });
+    const after = await guard.beforeModel({
+      sessionId: 's',
+      messages: [...messages, assistant('done'), user('thanks')],
+    });
     expect(after.compaction).toBeUndefined();
     expect(calls).toHaveLength(1);
   });
@@ -596,7 +644,10 @@ describe('manual compaction', () => {
     expect(calls).toHaveLength(0);
     // A UI showing "compacting…" from the start event waits for the end event.
     expect(ev.of('compaction-start').length).toBe(ev.of('compaction-end').length);
-    const next = await guard.beforeModel({ sessionId: 'fresh', messages: [...messages, assistant('hello'), user('bye')] });
+    const next = await guard.beforeModel({
+      sessionId: 'fresh',
+      messages: [...messages, assistant('hello'), user('bye')],
+    });
     expect(next.compaction).toBeUndefined();
     expect(ev.of('error')).toEqual([]);
   });
@@ -605,7 +656,9 @@ describe('manual compaction', () => {
 describe('summarizer input', () => {
   it('stays within 80% of summarizerContextWindow, in chunks that fold into the running summary', async () => {
     const summarizerContextWindow = 4_000;
-    const { summarizer, calls, replies } = recordingSummarizer((_input, n) => `## Task state\nsummary after chunk ${n}`);
+    const { summarizer, calls, replies } = recordingSummarizer(
+      (_input, n) => `## Task state\nsummary after chunk ${n}`,
+    );
     const { guard } = setup({ summarizer, summarizerContextWindow });
     const { messages } = chat(6, 4_000, LATEST);
 
@@ -642,22 +695,41 @@ describe('summarizer input', () => {
     const messages: GuardMessage[] = [
       SYSTEM,
       user(FIRST_REQUEST),
-      { role: 'assistant', content: ids.map((id) => ({ type: 'tool-call' as const, toolCallId: id, toolName: 'read_file', input: { path: `src/${id}.ts` } })) },
-      { role: 'tool', content: ids.map((id) => ({ type: 'tool-result' as const, toolCallId: id, toolName: 'read_file', output: { type: 'text' as const, value: text(`P-${id}`, 3_000) } })) },
+      {
+        role: 'assistant',
+        content: ids.map((id) => ({
+          type: 'tool-call' as const,
+          toolCallId: id,
+          toolName: 'read_file',
+          input: { path: `src/${id}.ts` },
+        })),
+      },
+      {
+        role: 'tool',
+        content: ids.map((id) => ({
+          type: 'tool-result' as const,
+          toolCallId: id,
+          toolName: 'read_file',
+          output: { type: 'text' as const, value: text(`P-${id}`, 3_000) },
+        })),
+      },
       ...chat(2, 4_000, LATEST).messages.slice(2),
     ];
 
     const r = await guard.beforeModel({ sessionId: 's', messages });
 
     expect(r.compaction?.summarizerCalls).toBeGreaterThan(0);
-    for (const c of calls) expect((c.instructions.length + c.prompt.length) / 4).toBeLessThanOrEqual(0.8 * summarizerContextWindow);
+    for (const c of calls)
+      expect((c.instructions.length + c.prompt.length) / 4).toBeLessThanOrEqual(0.8 * summarizerContextWindow);
     expectInvariants(messages, r);
   });
 });
 
 describe('summary updates', () => {
   it('updates the previous summary instead of re-summarizing it', async () => {
-    const { summarizer, calls } = recordingSummarizer((_i, n) => (n === 1 ? 'FIRST SUMMARY: schema designed.' : 'SECOND SUMMARY: data copied.'));
+    const { summarizer, calls } = recordingSummarizer((_i, n) =>
+      n === 1 ? 'FIRST SUMMARY: schema designed.' : 'SECOND SUMMARY: data copied.',
+    );
     const { guard } = setup({ summarizer, summarizerContextWindow: ONE_CHUNK });
     const h1 = chat(6, 4_000).messages;
     await guard.beforeModel({ sessionId: 's', messages: h1 });
@@ -673,7 +745,9 @@ describe('summary updates', () => {
       expect(contentText(m)).not.toContain(SUMMARY_PREFIX);
       expect(contentText(m)).not.toMatch(/(^|")A1 lorem/);
     }
-    expect(calls[1]?.messages.some((m) => contentText(m).includes('BA1 lorem') || contentText(m).includes('BU1 lorem'))).toBe(true);
+    expect(
+      calls[1]?.messages.some((m) => contentText(m).includes('BA1 lorem') || contentText(m).includes('BU1 lorem')),
+    ).toBe(true);
     expect(r.messages.filter(isSummary)).toHaveLength(1);
     expect(summaryOf(r.messages)).toContain('SECOND SUMMARY: data copied.');
     expect(summaryOf(r.messages)).not.toContain('FIRST SUMMARY');
@@ -695,7 +769,6 @@ describe('summary updates', () => {
     expect(summaryOf(r2.messages)).toContain('SECOND SUMMARY');
     expectInvariants(h2, r2);
   });
-
 });
 
 describe('file operations', () => {
@@ -729,7 +802,10 @@ describe('file operations', () => {
   });
 
   it('follows a custom fileOps configuration, and fileOps: false leaves the footer out', async () => {
-    const custom = setup({ summarizer: () => 'S', fileOps: { readTools: ['fetch_doc'], writeTools: [], pathKeys: ['uri'] } });
+    const custom = setup({
+      summarizer: () => 'S',
+      fileOps: { readTools: ['fetch_doc'], writeTools: [], pathKeys: ['uri'] },
+    });
     const r = await custom.guard.beforeModel({ sessionId: 's', messages: withFiles() });
     expect(summaryOf(r.messages)).toMatch(/read:[^\n]*docs\/guide\.md/);
     expect(summaryOf(r.messages)).not.toContain('src/a.ts');
@@ -754,10 +830,14 @@ describe('calibration reset', () => {
       expect(r.tokens).toBeLessThanOrEqual(r.threshold);
       expectInvariants(history, r);
       // The provider counts 1.3 × chars/4: less than the default correction of 1.5.
-      await guard.afterModel({ sessionId: 's', usage: { inputTokens: realTokens(r.messages, 1.3), outputTokens: 750 } });
+      await guard.afterModel({
+        sessionId: 's',
+        usage: { inputTokens: realTokens(r.messages, 1.3), outputTokens: 750 },
+      });
     }
     expect(compacted.filter(Boolean).length).toBeGreaterThanOrEqual(2);
-    for (let i = 1; i < compacted.length; i++) expect(compacted[i - 1] && compacted[i], `compactions on calls ${i - 1} and ${i}`).toBe(false);
+    for (let i = 1; i < compacted.length; i++)
+      expect(compacted[i - 1] && compacted[i], `compactions on calls ${i - 1} and ${i}`).toBe(false);
     expect(calls.length).toBeGreaterThanOrEqual(compacted.filter(Boolean).length);
   });
 
@@ -781,9 +861,25 @@ describe('under the threshold', () => {
     const messages: GuardMessage[] = [
       SYSTEM,
       user('look things up'),
-      { role: 'assistant', content: [{ type: 'text', text: 'checking' }, { type: 'tool-call', toolCallId: 'lost', toolName: 'search', input: { q: 'x' } }] },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'checking' },
+          { type: 'tool-call', toolCallId: 'lost', toolName: 'search', input: { q: 'x' } },
+        ],
+      },
       user('any news?'),
-      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'stray', toolName: 'search', output: { type: 'text', value: 'late result' } }] },
+      {
+        role: 'tool',
+        content: [
+          {
+            type: 'tool-result',
+            toolCallId: 'stray',
+            toolName: 'search',
+            output: { type: 'text', value: 'late result' },
+          },
+        ],
+      },
       user('well?'),
     ];
     const r = await guard.beforeModel({ sessionId: 's', messages });

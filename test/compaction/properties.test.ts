@@ -13,16 +13,24 @@ const message: fc.Arbitrary<GuardMessage> = fc.oneof(
   anyText.map((t): GuardMessage => ({ role: 'user', content: t })),
   anyText.map((t): GuardMessage => ({ role: 'assistant', content: [{ type: 'text', text: t }] })),
   fc.record({ id: anyText, name: anyText, input: fc.jsonValue() }).map(
-    ({ id, name, input }): GuardMessage => ({ role: 'assistant', content: [{ type: 'tool-call', toolCallId: id, toolName: name, input }] }),
+    ({ id, name, input }): GuardMessage => ({
+      role: 'assistant',
+      content: [{ type: 'tool-call', toolCallId: id, toolName: name, input }],
+    }),
   ),
   fc.record({ id: anyText, name: anyText, value: anyText, error: fc.boolean() }).map(
     ({ id, name, value, error }): GuardMessage => ({
       role: 'tool',
-      content: [{ type: 'tool-result', toolCallId: id, toolName: name, output: { type: error ? 'error-text' : 'text', value } }],
+      content: [
+        { type: 'tool-result', toolCallId: id, toolName: name, output: { type: error ? 'error-text' : 'text', value } },
+      ],
     }),
   ),
   fc.record({ id: anyText, name: anyText, value: fc.jsonValue() }).map(
-    ({ id, name, value }): GuardMessage => ({ role: 'tool', content: [{ type: 'tool-result', toolCallId: id, toolName: name, output: { type: 'json', value } }] }),
+    ({ id, name, value }): GuardMessage => ({
+      role: 'tool',
+      content: [{ type: 'tool-result', toolCallId: id, toolName: name, output: { type: 'json', value } }],
+    }),
   ),
 );
 

@@ -1,7 +1,13 @@
 // Redaction of secrets on their way to the summarizer and the store.
 import { describe, expect, it } from 'vitest';
 import { redactMessage } from '../../src/compaction/redact.ts';
-import { ContextGuardConfigError, createContextGuard, redactSecrets, type GuardMessage, type SummarizerInput } from '../../src/index.ts';
+import {
+  ContextGuardConfigError,
+  createContextGuard,
+  redactSecrets,
+  type GuardMessage,
+  type SummarizerInput,
+} from '../../src/index.ts';
 import { assistant, system, toolStep, user } from '../helpers.ts';
 
 const SECRETS = {
@@ -17,7 +23,15 @@ const SECRETS = {
 describe('redactSecrets', () => {
   it('masks common secret shapes and keeps the text around them', () => {
     const out = redactSecrets(`keys: ${Object.values(SECRETS).join(' | ')} end`);
-    for (const secret of ['sk-proj-abc', 'sk-ant-api03', 'AKIAIOSFODNN7EXAMPLE', 'ghp_abc', 'abcdef0123456789abcdef', 'MIIEowIBAAKCAQEA1234', 'hunter2secret']) {
+    for (const secret of [
+      'sk-proj-abc',
+      'sk-ant-api03',
+      'AKIAIOSFODNN7EXAMPLE',
+      'ghp_abc',
+      'abcdef0123456789abcdef',
+      'MIIEowIBAAKCAQEA1234',
+      'hunter2secret',
+    ]) {
       expect(out).not.toContain(secret);
     }
     expect(out).toContain('Authorization: Bearer [REDACTED:bearer-token]');
@@ -36,7 +50,12 @@ describe('redact option', () => {
   const history = (): GuardMessage[] => [
     system('You are an agent.'),
     user(`Deploy with ${SECRETS.openai} please.`),
-    ...toolStep('c1', { path: '.env' }, `OPENAI_API_KEY=${SECRETS.openai}\nAWS=${SECRETS.aws}\n${'x'.repeat(6_000)}`, 'read_file'),
+    ...toolStep(
+      'c1',
+      { path: '.env' },
+      `OPENAI_API_KEY=${SECRETS.openai}\nAWS=${SECRETS.aws}\n${'x'.repeat(6_000)}`,
+      'read_file',
+    ),
     assistant('a'.repeat(6_000)),
     user('b'.repeat(6_000)),
     assistant('c'.repeat(6_000)),
@@ -72,13 +91,24 @@ describe('redact option', () => {
 
   it('can be replaced or turned off', async () => {
     const seen: string[] = [];
-    const custom = createContextGuard({ contextWindow: 8_000, prune: false, keepFirstUserMessage: false, redact: (t) => t.replaceAll('please', '[polite]'), summarizer: ({ prompt }) => (seen.push(prompt), 'ok') });
+    const custom = createContextGuard({
+      contextWindow: 8_000,
+      prune: false,
+      keepFirstUserMessage: false,
+      redact: (t) => t.replaceAll('please', '[polite]'),
+      summarizer: ({ prompt }) => (seen.push(prompt), 'ok'),
+    });
     await custom.beforeModel({ sessionId: 's', messages: history() });
     expect(seen.join('')).toContain('[polite]');
     expect(seen.join('')).toContain(SECRETS.openai);
 
     const off: string[] = [];
-    const raw = createContextGuard({ contextWindow: 8_000, prune: false, redact: false, summarizer: ({ prompt }) => (off.push(prompt), 'ok') });
+    const raw = createContextGuard({
+      contextWindow: 8_000,
+      prune: false,
+      redact: false,
+      summarizer: ({ prompt }) => (off.push(prompt), 'ok'),
+    });
     await raw.beforeModel({ sessionId: 's', messages: history() });
     expect(off.join('')).toContain(SECRETS.openai);
   });
@@ -107,7 +137,10 @@ const mb = (unit: string): string => unit.repeat(Math.ceil(MB / unit.length));
 const times = (unit: string): number => Math.ceil(MB / unit.length);
 /** About 1 MB of `unit`, and what it becomes: `unit` unchanged, or as many copies of `expectedUnit`. */
 const unchanged = (unit: string): [string, string] => [mb(unit), mb(unit)];
-const eachBecomes = (unit: string, expectedUnit: string): [string, string] => [mb(unit), expectedUnit.repeat(times(unit))];
+const eachBecomes = (unit: string, expectedUnit: string): [string, string] => [
+  mb(unit),
+  expectedUnit.repeat(times(unit)),
+];
 
 const RSA_HEADER = '-----BEGIN RSA PRIVATE KEY-----';
 const RSA_FOOTER = '-----END RSA PRIVATE KEY-----';
@@ -125,9 +158,19 @@ describe('redactSecrets on a megabyte of each shape’s worst case', () => {
     ['jwt: unsigned tokens repeated', ...eachBecomes('eyJhbGciOiJub25lIn0.eyJzdWIiOiIxIn0. ', '[REDACTED:jwt] ')],
     // A header without a body hides nothing.
     ['private-key: headers repeated', ...unchanged(RSA_HEADER)],
-    ['private-key: headers with a body line', ...eachBecomes(`${RSA_HEADER}\nMIIEowIBAAKCAQEA\n`, '[REDACTED:private-key]\n')],
-    ['private-key: whole keys repeated', ...eachBecomes(`${RSA_HEADER}\nMIIB\n${RSA_FOOTER}\n`, '[REDACTED:private-key]\n')],
-    ['private-key: one header, a megabyte of body', `${RSA_HEADER}\n${mb('MIIEowIBAAKCAQEA+/=\n')}`, '[REDACTED:private-key]\n'],
+    [
+      'private-key: headers with a body line',
+      ...eachBecomes(`${RSA_HEADER}\nMIIEowIBAAKCAQEA\n`, '[REDACTED:private-key]\n'),
+    ],
+    [
+      'private-key: whole keys repeated',
+      ...eachBecomes(`${RSA_HEADER}\nMIIB\n${RSA_FOOTER}\n`, '[REDACTED:private-key]\n'),
+    ],
+    [
+      'private-key: one header, a megabyte of body',
+      `${RSA_HEADER}\n${mb('MIIEowIBAAKCAQEA+/=\n')}`,
+      '[REDACTED:private-key]\n',
+    ],
     ['private-key: footers repeated', ...unchanged(RSA_FOOTER)],
     ['openai-key: sk- repeated', mb('sk-'), '[REDACTED:openai-key]'],
     ['openai-key: one character short, repeated', ...unchanged(`sk-${'a'.repeat(19)} `)],
@@ -141,21 +184,38 @@ describe('redactSecrets on a megabyte of each shape’s worst case', () => {
     ['stripe-key: sk_live_ repeated', ...unchanged('sk_live_')],
     ['bearer-token: Bearer repeated', ...unchanged('Bearer ')],
     ['bearer-token: one character short, repeated', ...unchanged(`Bearer ${'a'.repeat(15)} `)],
-    ['bearer-token: tokens repeated', ...eachBecomes('Bearer abcdefghijklmnop0123 ', 'Bearer [REDACTED:bearer-token] ')],
+    [
+      'bearer-token: tokens repeated',
+      ...eachBecomes('Bearer abcdefghijklmnop0123 ', 'Bearer [REDACTED:bearer-token] '),
+    ],
     ['url-credentials: https://a: repeated', ...unchanged('https://a:')],
     ['url-credentials: redis://: repeated', ...unchanged('redis://:')],
     ['url-credentials: credentials repeated', ...eachBecomes('https://u:p@', 'https://[REDACTED:url-credentials]@')],
     ['url-credentials: longest user and password, no @', ...unchanged(`a://${'u'.repeat(255)}:${'p'.repeat(255)} `)],
     ['secret-assignment: password= repeated', mb('password='), 'password=[REDACTED:password]'],
-    ['secret-assignment: env lines repeated', ...eachBecomes('DB_PASSWORD=hunter2\n', 'DB_PASSWORD=[REDACTED:password]\n')],
+    [
+      'secret-assignment: env lines repeated',
+      ...eachBecomes('DB_PASSWORD=hunter2\n', 'DB_PASSWORD=[REDACTED:password]\n'),
+    ],
     ['secret-assignment: JSON keys with empty values', ...unchanged('"password": "')],
-    ['secret-assignment: a quoted value that never closes', `"password": "${'a'.repeat(MB)}`, `"password": "${'a'.repeat(MB)}`],
+    [
+      'secret-assignment: a quoted value that never closes',
+      `"password": "${'a'.repeat(MB)}`,
+      `"password": "${'a'.repeat(MB)}`,
+    ],
     // Each value runs from one unit's quote to the next unit's.
-    ['secret-assignment: mixed quotes', `password='"\\"`.repeat(2 * 40_000), `password='[REDACTED:password]'"\\"`.repeat(40_000)],
+    [
+      'secret-assignment: mixed quotes',
+      `password='"\\"`.repeat(2 * 40_000),
+      `password='[REDACTED:password]'"\\"`.repeat(40_000),
+    ],
     ['secret-assignment: YAML keys on one line', ...unchanged('password: ')],
     ['secret-assignment: calls', ...unchanged('password=f(')],
     ['secret-assignment: flags', ...unchanged('--password ')],
-    ['secret-assignment: JSON pairs repeated', ...eachBecomes('{"client_secret": "abc123"} ', '{"client_secret": "[REDACTED:secret]"} ')],
+    [
+      'secret-assignment: JSON pairs repeated',
+      ...eachBecomes('{"client_secret": "abc123"} ', '{"client_secret": "[REDACTED:secret]"} '),
+    ],
     ['long run of key characters', 'a'.repeat(MB), 'a'.repeat(MB)],
     ['long run of dashed words', ...unchanged('a-')],
   ];
@@ -170,8 +230,17 @@ describe('redactSecrets on a megabyte of each shape’s worst case', () => {
       toolStep('c1', { path: 'a.txt', content: text }, 'ok', 'write_file'),
     ]) {
       const inputs: SummarizerInput[] = [];
-      const guard = createContextGuard({ contextWindow: 8_000, summarizer: (input) => (inputs.push(input), '## Task state\nDone.') });
-      const messages = [system('You are an agent.'), ...held, user('a '.repeat(2_000)), assistant('b '.repeat(2_000)), user('Go on.')];
+      const guard = createContextGuard({
+        contextWindow: 8_000,
+        summarizer: (input) => (inputs.push(input), '## Task state\nDone.'),
+      });
+      const messages = [
+        system('You are an agent.'),
+        ...held,
+        user('a '.repeat(2_000)),
+        assistant('b '.repeat(2_000)),
+        user('Go on.'),
+      ];
       const r = await guard.beforeModel({ sessionId: 's', messages });
       expect(r.compaction?.strategy).toBe('summary');
       expect(inputs.length).toBeGreaterThan(0);
@@ -182,19 +251,47 @@ describe('redactSecrets on a megabyte of each shape’s worst case', () => {
 describe('redactSecrets pattern gaps', () => {
   const AWS_SECRET = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY';
   const cases: Array<[name: string, input: string, expected: string]> = [
-    ['AWS secret key, credentials file', `[p]\naws_secret_access_key = ${AWS_SECRET}\n`, '[p]\naws_secret_access_key = [REDACTED:aws-secret-key]\n'],
-    ['AWS secret key, environment', `AWS_SECRET_ACCESS_KEY=${AWS_SECRET}`, 'AWS_SECRET_ACCESS_KEY=[REDACTED:aws-secret-key]'],
-    ['AWS secret key, JSON', `{"aws_secret_access_key": "${AWS_SECRET}"}`, '{"aws_secret_access_key": "[REDACTED:aws-secret-key]"}'],
-    ['AWS secret key, YAML', `aws:\n  aws_secret_access_key: ${AWS_SECRET}\n`, 'aws:\n  aws_secret_access_key: [REDACTED:aws-secret-key]\n'],
+    [
+      'AWS secret key, credentials file',
+      `[p]\naws_secret_access_key = ${AWS_SECRET}\n`,
+      '[p]\naws_secret_access_key = [REDACTED:aws-secret-key]\n',
+    ],
+    [
+      'AWS secret key, environment',
+      `AWS_SECRET_ACCESS_KEY=${AWS_SECRET}`,
+      'AWS_SECRET_ACCESS_KEY=[REDACTED:aws-secret-key]',
+    ],
+    [
+      'AWS secret key, JSON',
+      `{"aws_secret_access_key": "${AWS_SECRET}"}`,
+      '{"aws_secret_access_key": "[REDACTED:aws-secret-key]"}',
+    ],
+    [
+      'AWS secret key, YAML',
+      `aws:\n  aws_secret_access_key: ${AWS_SECRET}\n`,
+      'aws:\n  aws_secret_access_key: [REDACTED:aws-secret-key]\n',
+    ],
     [
       'AWS temporary credentials (sts output)',
       `{"Credentials": {"AccessKeyId": "ASIAIOSFODNN7EXAMPLE", "SecretAccessKey": "${AWS_SECRET}", "SessionToken": "FwoGZXIvYXdzEBYaDH7example"}}`,
       '{"Credentials": {"AccessKeyId": "[REDACTED:aws-access-key]", "SecretAccessKey": "[REDACTED:aws-secret-key]", ' +
         '"SessionToken": "[REDACTED:token]"}}',
     ],
-    ['URL credentials with an empty user', 'redis://:s3cretpass@cache.internal:6379/0', 'redis://[REDACTED:url-credentials]@cache.internal:6379/0'],
-    ['URL credentials with a user', 'git clone https://deploy:Sup3rS3cret!@git.host/repo', 'git clone https://[REDACTED:url-credentials]@git.host/repo'],
-    ['URL credentials with an @ in the password', 'mongodb://app:p@ss@db:27017/x', 'mongodb://[REDACTED:url-credentials]@db:27017/x'],
+    [
+      'URL credentials with an empty user',
+      'redis://:s3cretpass@cache.internal:6379/0',
+      'redis://[REDACTED:url-credentials]@cache.internal:6379/0',
+    ],
+    [
+      'URL credentials with a user',
+      'git clone https://deploy:Sup3rS3cret!@git.host/repo',
+      'git clone https://[REDACTED:url-credentials]@git.host/repo',
+    ],
+    [
+      'URL credentials with an @ in the password',
+      'mongodb://app:p@ss@db:27017/x',
+      'mongodb://[REDACTED:url-credentials]@db:27017/x',
+    ],
     ['DB_PASSWORD=', 'DB_PASSWORD=hunter2', 'DB_PASSWORD=[REDACTED:password]'],
     [
       '*_SECRET=, *_TOKEN=, *_API_KEY=',
@@ -202,10 +299,26 @@ describe('redactSecrets pattern gaps', () => {
       'export STRIPE_WEBHOOK_SECRET=[REDACTED:secret]\nGITHUB_TOKEN=[REDACTED:token]\nMY_SERVICE_API_KEY=[REDACTED:api-key]',
     ],
     ['quoted env value', 'DB_PASSWORD="hunter 2"', 'DB_PASSWORD="[REDACTED:password]"'],
-    ['a known key keeps its own label', 'OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz0123456789', 'OPENAI_API_KEY=[REDACTED:openai-key]'],
-    ['"password": JSON', '{"user": "admin", "password": "hunter2"}', '{"user": "admin", "password": "[REDACTED:password]"}'],
-    ['password: YAML', 'db:\n  user: admin\n  password: hunter2\n', 'db:\n  user: admin\n  password: [REDACTED:password]\n'],
-    ['password: YAML list item with a comment', '- password: hunter2 # rotate monthly', '- password: [REDACTED:password] # rotate monthly'],
+    [
+      'a known key keeps its own label',
+      'OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz0123456789',
+      'OPENAI_API_KEY=[REDACTED:openai-key]',
+    ],
+    [
+      '"password": JSON',
+      '{"user": "admin", "password": "hunter2"}',
+      '{"user": "admin", "password": "[REDACTED:password]"}',
+    ],
+    [
+      'password: YAML',
+      'db:\n  user: admin\n  password: hunter2\n',
+      'db:\n  user: admin\n  password: [REDACTED:password]\n',
+    ],
+    [
+      'password: YAML list item with a comment',
+      '- password: hunter2 # rotate monthly',
+      '- password: [REDACTED:password] # rotate monthly',
+    ],
     [
       'passwd, pwd, secret, api_key, apiKey, access_token, client_secret',
       '{"passwd": "x1", "pwd": "y2", "secret": "s3", "api_key": "k-123456789", "apiKey": "k-987654321", ' +
@@ -213,10 +326,26 @@ describe('redactSecrets pattern gaps', () => {
       '{"passwd": "[REDACTED:password]", "pwd": "[REDACTED:password]", "secret": "[REDACTED:secret]", "api_key": "[REDACTED:api-key]", ' +
         '"apiKey": "[REDACTED:api-key]", "access_token": "[REDACTED:token]", "client_secret": "[REDACTED:secret]"}',
     ],
-    ['JSON inside a JSON string', String.raw`{\"password\":\"hunter2\"}`, String.raw`{\"password\":\"[REDACTED:password]\"}`],
-    ['connection string', 'Server=db;Database=app;User Id=sa;Password=hunter2;', 'Server=db;Database=app;User Id=sa;Password=[REDACTED:password];'],
-    ['query string', 'GET /cb?code=1&access_token=ya29.a0AfH6SMB&state=x', 'GET /cb?code=1&access_token=[REDACTED:token]&state=x'],
-    ['command-line flags', 'mysql --password hunter2 -u r; curl --token=abcdef12345678', 'mysql --password [REDACTED:password] -u r; curl --token=[REDACTED:token]'],
+    [
+      'JSON inside a JSON string',
+      String.raw`{\"password\":\"hunter2\"}`,
+      String.raw`{\"password\":\"[REDACTED:password]\"}`,
+    ],
+    [
+      'connection string',
+      'Server=db;Database=app;User Id=sa;Password=hunter2;',
+      'Server=db;Database=app;User Id=sa;Password=[REDACTED:password];',
+    ],
+    [
+      'query string',
+      'GET /cb?code=1&access_token=ya29.a0AfH6SMB&state=x',
+      'GET /cb?code=1&access_token=[REDACTED:token]&state=x',
+    ],
+    [
+      'command-line flags',
+      'mysql --password hunter2 -u r; curl --token=abcdef12345678',
+      'mysql --password [REDACTED:password] -u r; curl --token=[REDACTED:token]',
+    ],
     ['HTTP header', 'X-API-Key: 3f1b9c2d7e\nAccept: */*', 'X-API-Key: [REDACTED:api-key]\nAccept: */*'],
     [
       'PGP private key block',
@@ -247,9 +376,13 @@ describe('redactSecrets pattern gaps', () => {
     [
       'private key in JSON inside a JSON string',
       String.raw`{"key": "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIA\n-----END EC PRIVATE KEY-----"}`,
-      String.raw`{"key": "[REDACTED:private-key]"}`,
+      '{"key": "[REDACTED:private-key]"}',
     ],
-    ['Java properties', 'db.url=jdbc:h2:mem\nspring.datasource.password=hunter2', 'db.url=jdbc:h2:mem\nspring.datasource.password=[REDACTED:password]'],
+    [
+      'Java properties',
+      'db.url=jdbc:h2:mem\nspring.datasource.password=hunter2',
+      'db.url=jdbc:h2:mem\nspring.datasource.password=[REDACTED:password]',
+    ],
     ['dotted YAML key', 'app:\n  db.password: hunter2\n', 'app:\n  db.password: [REDACTED:password]\n'],
     ['short text', 'pwd=x', 'pwd=[REDACTED:password]'],
   ];
@@ -261,17 +394,32 @@ describe('redactSecrets pattern gaps', () => {
 describe('redactSecrets leaves ordinary prose and code alone', () => {
   const texts: Array<[name: string, text: string]> = [
     ['a TypeScript type', 'interface User {\n  password: string;\n  token?: string;\n  apiKey: string | undefined\n}'],
-    ['code that reads a secret', 'const token = getToken();\nconst password = await prompt("Password: ");\napi_key = os.environ["API_KEY"]'],
+    [
+      'code that reads a secret',
+      'const token = getToken();\nconst password = await prompt("Password: ");\napi_key = os.environ["API_KEY"]',
+    ],
     ['code that makes one', 'secret = secrets.token_hex(32)\nconst apiKey = crypto.randomUUID();'],
-    ['code that passes one on', 'this.password = password;\nconst user = { password: hashed, name };\nif (password === confirm) go(password_reset_url);'],
+    [
+      'code that passes one on',
+      'this.password = password;\nconst user = { password: hashed, name };\nif (password === confirm) go(password_reset_url);',
+    ],
     ['a schema', '{"type": "object", "properties": {"password": {"type": "string", "minLength": 8}}}'],
     ['prose', 'Please reset your password: the old one expired. The token: a unit of text. Keys are in the vault.'],
-    ['tokenizer settings', '{"eos_token": "</s>", "pad_token": "<pad>", "mask_token": "[MASK]", "max_tokens": 4096, "prompt_tokens": 12}'],
+    [
+      'tokenizer settings',
+      '{"eos_token": "</s>", "pad_token": "<pad>", "mask_token": "[MASK]", "max_tokens": 4096, "prompt_tokens": 12}',
+    ],
     ['references to secrets', 'password: ${{ secrets.DB_PASSWORD }}\nDB_PASSWORD=${DB_PASSWORD}\nTOKEN=$GITHUB_TOKEN'],
     ['the shell’s working directory', 'PWD=/home/alice/project\nOLDPWD=/home/alice'],
     ['a log line about a key', 'ssh: reading key -----BEGIN OPENSSH PRIVATE KEY----- (truncated)\nssh: done'],
-    ['a key header named in prose', 'Files that start with the header "-----BEGIN RSA PRIVATE KEY" hold a key; never paste one.'],
-    ['a URL with a port', 'see https://example.com:8080/docs and "https://example.com:8443","contact":"bob@example.com"'],
+    [
+      'a key header named in prose',
+      'Files that start with the header "-----BEGIN RSA PRIVATE KEY" hold a key; never paste one.',
+    ],
+    [
+      'a URL with a port',
+      'see https://example.com:8080/docs and "https://example.com:8443","contact":"bob@example.com"',
+    ],
   ];
   it.each(texts)('%s', (_name, text) => {
     expect(redactSecrets(text)).toBe(text);
@@ -285,7 +433,10 @@ describe('redactMessage', () => {
     const input: Record<string, unknown> = { apiKey: KEY, nested: { list: [] as unknown[] } };
     input['self'] = input;
     (input['nested'] as { list: unknown[] }).list.push(input, 'ok');
-    const message: GuardMessage = { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c', toolName: 't', input }] };
+    const message: GuardMessage = {
+      role: 'assistant',
+      content: [{ type: 'tool-call', toolCallId: 'c', toolName: 't', input }],
+    };
     const out = redactMessage(message, redactSecrets);
     const part = (out.content as Array<{ input: Record<string, unknown> }>)[0]!;
     expect(part.input['apiKey']).toBe('[REDACTED:openai-key]');
@@ -298,7 +449,10 @@ describe('redactMessage', () => {
   it('visits a shared object once (a value referenced 2^40 times)', () => {
     let value: Record<string, unknown> = { key: `token=${KEY}` };
     for (let i = 0; i < 40; i++) value = { a: value, b: value };
-    const message: GuardMessage = { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c', toolName: 't', input: value }] };
+    const message: GuardMessage = {
+      role: 'assistant',
+      content: [{ type: 'tool-call', toolCallId: 'c', toolName: 't', input: value }],
+    };
     let calls = 0;
     const out = redactMessage(message, (text) => (calls++, redactSecrets(text)));
     expect(calls).toBe(1);
@@ -325,7 +479,13 @@ describe('redactMessage', () => {
           type: 'tool-result',
           toolCallId: 'c',
           toolName: 'screenshot',
-          output: { type: 'content', value: [{ type: 'text', text: 'done' }, { type: 'image-data', data: base64, mediaType: 'image/png' }] },
+          output: {
+            type: 'content',
+            value: [
+              { type: 'text', text: 'done' },
+              { type: 'image-data', data: base64, mediaType: 'image/png' },
+            ],
+          },
         },
       ],
     };
@@ -339,7 +499,13 @@ describe('redactMessage', () => {
   it('tells a media payload from text in one pass', () => {
     const nearBase64 = `iVBOR${'\n'.repeat(MB)}!`;
     const base64 = `${'iVBOR'.repeat(MB / 5)}==\n`;
-    const message: GuardMessage = { role: 'user', content: [{ type: 'image', image: nearBase64 }, { type: 'image', image: base64 }] };
+    const message: GuardMessage = {
+      role: 'user',
+      content: [
+        { type: 'image', image: nearBase64 },
+        { type: 'image', image: base64 },
+      ],
+    };
     const seen: string[] = [];
     expect(redactMessage(message, (text) => (seen.push(text), redactSecrets(text)))).toBe(message);
     expect(seen.filter((text) => text.length > 100)).toEqual([nearBase64]);
@@ -349,8 +515,18 @@ describe('redactMessage', () => {
     const message: GuardMessage = {
       role: 'tool',
       content: [
-        { type: 'tool-result', toolCallId: 'a', toolName: 'http', output: { type: 'json', value: { data: { password: 'hunter2', note: KEY } } } },
-        { type: 'tool-result', toolCallId: 'b', toolName: 'sh', output: { type: 'execution-denied', reason: `refused: export TOKEN=${KEY}` } },
+        {
+          type: 'tool-result',
+          toolCallId: 'a',
+          toolName: 'http',
+          output: { type: 'json', value: { data: { password: 'hunter2', note: KEY } } },
+        },
+        {
+          type: 'tool-result',
+          toolCallId: 'b',
+          toolName: 'sh',
+          output: { type: 'execution-denied', reason: `refused: export TOKEN=${KEY}` },
+        },
       ],
     };
     const out = JSON.stringify(redactMessage(message, redactSecrets));
@@ -363,7 +539,12 @@ describe('redactMessage', () => {
       role: 'user',
       content: [
         { type: 'image', image: new URL('https://deploy:Sup3rS3cret@cdn.example.com/shot.png') },
-        { type: 'file', data: 'https://deploy:Sup3rS3cret@files.example.com/a.pdf', mediaType: 'application/pdf', filename: `for ${KEY}.pdf` },
+        {
+          type: 'file',
+          data: 'https://deploy:Sup3rS3cret@files.example.com/a.pdf',
+          mediaType: 'application/pdf',
+          filename: `for ${KEY}.pdf`,
+        },
         { type: 'file', data: `DB_PASSWORD=hunter2\nAPI=${KEY}`, mediaType: 'text/plain' },
       ],
     };

@@ -27,13 +27,26 @@ const WINDOWS = [4_000, 8_000, 128_000, 200_000, 1_000_000] as const;
 const SYSTEM = 'You are a coding agent. Work in the repository, use the tools, and report what you changed.';
 
 const TOOLS: ToolDefinition[] = [
-  { name: 'read_file', description: 'Read a file of the repository.', inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] } },
-  { name: 'bash', description: 'Run a shell command and return its output.', inputSchema: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] } },
-  { name: 'grep', description: 'Search the repository for a pattern.', inputSchema: { type: 'object', properties: { pattern: { type: 'string' } }, required: ['pattern'] } },
+  {
+    name: 'read_file',
+    description: 'Read a file of the repository.',
+    inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+  },
+  {
+    name: 'bash',
+    description: 'Run a shell command and return its output.',
+    inputSchema: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] },
+  },
+  {
+    name: 'grep',
+    description: 'Search the repository for a pattern.',
+    inputSchema: { type: 'object', properties: { pattern: { type: 'string' } }, required: ['pattern'] },
+  },
 ];
 
 /** `fraction` of the window, in real tokens, as text for a provider of this ratio. */
-const sized = (window: number, ratio: number) => (label: string, fraction: number) => prose(label, charsFor(window * fraction, ratio));
+const sized = (window: number, ratio: number) => (label: string, fraction: number) =>
+  prose(label, charsFor(window * fraction, ratio));
 
 /** Plain chat: a user message and a text answer per call. */
 function chat(window: number, ratio: number, perStep: number): (i: number) => Step {
@@ -58,14 +71,29 @@ function agent(window: number, ratio: number, output: number, talk = 0.01, toolS
     if (k === turn - 1) return { user, reply: { text: text(`done with turn ${Math.floor(i / turn)}`, talk) } };
     const call =
       k % 2 === 0
-        ? { toolName: 'read_file', input: { path: `src/module-${i}.ts` }, output: text(`contents of src/module-${i}.ts`, output) }
+        ? {
+            toolName: 'read_file',
+            input: { path: `src/module-${i}.ts` },
+            output: text(`contents of src/module-${i}.ts`, output),
+          }
         : { toolName: 'bash', input: { command: `npm test -- module-${i}` }, output: text(`test output ${i}`, output) };
     return { user, reply: { calls: [call] } };
   };
 }
 
-function base(window: number, name: string, overrides: Partial<Scenario> & Pick<Scenario, 'script' | 'steps'>): Scenario {
-  return { name: `${name} @${window}`, contextWindow: window, system: [SYSTEM], tools: TOOLS, ratio: 1.2, ...overrides };
+function base(
+  window: number,
+  name: string,
+  overrides: Partial<Scenario> & Pick<Scenario, 'script' | 'steps'>,
+): Scenario {
+  return {
+    name: `${name} @${window}`,
+    contextWindow: window,
+    system: [SYSTEM],
+    tools: TOOLS,
+    ratio: 1.2,
+    ...overrides,
+  };
 }
 
 /** Checks shared by every scenario that compacts in normal growth. */
@@ -76,7 +104,9 @@ function expectCompacted(report: SimulationReport): void {
   // The fake summarizer never fails. In a tiny window at a dense ratio the guard may still skip it
   // ('no-room': its instructions and the previous summary already fill 80% of its window) and use
   // the mechanical digest; with room to spare (32k and up) it must always be used.
-  const failures = report.events.of('summarizer-failed').filter((e) => !(e.reason === 'no-room' && report.scenario.contextWindow < 32_000));
+  const failures = report.events
+    .of('summarizer-failed')
+    .filter((e) => !(e.reason === 'no-room' && report.scenario.contextWindow < 32_000));
   expect(failures, describeRun(report)).toEqual([]);
   // One start and one end event per compaction, and each one shrank the prompt.
   const ends = report.events.of('compaction-end');
@@ -95,7 +125,10 @@ function expectSummarizeAllShape(report: SimulationReport): void {
     const r = report.records[step]!;
     if (!r.compaction!.steps.some((s) => s === 'summary' || s === 'mechanical')) continue;
     const out = r.result.messages;
-    expect(out.map((m) => m.role), `step ${step}`).toEqual(['system', 'user', 'user', 'user']);
+    expect(
+      out.map((m) => m.role),
+      `step ${step}`,
+    ).toEqual(['system', 'user', 'user', 'user']);
     if (r.compaction!.summary) expect(userText(out[1]!), `step ${step}`).toContain(r.compaction!.summary.slice(0, 40));
   }
 }
@@ -125,9 +158,20 @@ describe.each(WINDOWS)('simulation, %i-token window', (window) => {
       base(window, 'huge tool result', {
         steps: 8,
         script: (i) => {
-          if (i === 0) return { user: 'Read the full build log and tell me why it fails.', reply: { calls: [{ toolName: 'read_file', input: { path: 'build.log' }, output: text('build.log', 1.5) }] } };
+          if (i === 0)
+            return {
+              user: 'Read the full build log and tell me why it fails.',
+              reply: {
+                calls: [{ toolName: 'read_file', input: { path: 'build.log' }, output: text('build.log', 1.5) }],
+              },
+            };
           if (i % 2 === 1) return { reply: { text: text(`analysis ${i}`, 0.02) } };
-          return { user: text(`follow-up ${i}`, 0.01), reply: { calls: [{ toolName: 'bash', input: { command: 'npm run build' }, output: text(`build ${i}`, 0.03) }] } };
+          return {
+            user: text(`follow-up ${i}`, 0.01),
+            reply: {
+              calls: [{ toolName: 'bash', input: { command: 'npm run build' }, output: text(`build ${i}`, 0.03) }],
+            },
+          };
         },
       }),
     );
@@ -165,7 +209,9 @@ describe.each(WINDOWS)('simulation, %i-token window', (window) => {
   });
 
   it('no usage metadata (estimates only, provider ratio 1.3)', async () => {
-    const report = await runSimulation(base(window, 'no usage', { steps: 60, usage: false, ratio: 1.3, script: agent(window, 1.3, 0.05) }));
+    const report = await runSimulation(
+      base(window, 'no usage', { steps: 60, usage: false, ratio: 1.3, script: agent(window, 1.3, 0.05) }),
+    );
     expectCompacted(report);
     expect(report.events.of('usage-recorded')).toEqual([]);
   });
@@ -188,7 +234,12 @@ describe.each(WINDOWS)('simulation, %i-token window', (window) => {
   ])('provider ratio $ratio (invisible part $invisible of the window)', async ({ ratio, invisible }) => {
     // Tool outputs and enough prose that both pruning and summaries run under the real ratio.
     const report = await runSimulation(
-      base(window, `ratio ${ratio}`, { steps: 60, ratio, invisibleTokens: Math.round(invisible * window), script: agent(window, ratio, 0.03, 0.05) }),
+      base(window, `ratio ${ratio}`, {
+        steps: 60,
+        ratio,
+        invisibleTokens: Math.round(invisible * window),
+        script: agent(window, ratio, 0.03, 0.05),
+      }),
     );
     expectCompacted(report);
     expect(report.summarizerCalls.length, describeRun(report)).toBeGreaterThan(0);
@@ -218,11 +269,14 @@ describe.each(WINDOWS)('simulation, %i-token window', (window) => {
   it('tool definitions take 60% of the window', async () => {
     // Forty tools whose definitions add up to 60% of the window (at ratio 1, real = chars/4).
     const each = charsFor((window * 0.6) / 40, 1);
-    const tools = Array.from({ length: 40 }, (_, k): ToolDefinition => ({
-      name: `tool_${k}`,
-      description: prose(`tool ${k} does this`, each - 80),
-      inputSchema: { type: 'object', properties: { arg: { type: 'string' } } },
-    }));
+    const tools = Array.from(
+      { length: 40 },
+      (_, k): ToolDefinition => ({
+        name: `tool_${k}`,
+        description: prose(`tool ${k} does this`, each - 80),
+        inputSchema: { type: 'object', properties: { arg: { type: 'string' } } },
+      }),
+    );
     const text = sized(window, 1);
     const report = await runSimulation(
       base(window, 'tool definitions', {
@@ -231,7 +285,12 @@ describe.each(WINDOWS)('simulation, %i-token window', (window) => {
         tools,
         script: (i) =>
           i % 2 === 0
-            ? { user: text(`request ${i}`, 0.01), reply: { calls: [{ toolName: `tool_${i % 40}`, input: { arg: `x${i}` }, output: text(`out ${i}`, 0.015) }] } }
+            ? {
+                user: text(`request ${i}`, 0.01),
+                reply: {
+                  calls: [{ toolName: `tool_${i % 40}`, input: { arg: `x${i}` }, output: text(`out ${i}`, 0.015) }],
+                },
+              }
             : { reply: { text: text(`reply ${i}`, 0.01) } },
       }),
     );
@@ -258,7 +317,8 @@ describe.each(WINDOWS)('simulation, %i-token window', (window) => {
             { type: 'image', image: pngBase64(side + i, side, 120_000), mediaType: 'image/png' },
           ];
           // PDFs cost thousands of tokens a page: only where the window can hold one.
-          if (window >= 128_000 && i % 6 === 0) content.push({ type: 'file', data: pdfBase64(pages, 150_000), mediaType: 'application/pdf' });
+          if (window >= 128_000 && i % 6 === 0)
+            content.push({ type: 'file', data: pdfBase64(pages, 150_000), mediaType: 'application/pdf' });
           return { user: content, reply: { text: text(`the screenshot ${i} shows`, 0.03) } };
         },
       }),
@@ -285,22 +345,45 @@ function mixed(window: number, ratio: number, seed: number): (i: number) => Step
     const r = rand(seed, i);
     const size = (lo: number, hi: number) => lo + (hi - lo) * rand(seed, i, 1);
     const ask = rand(seed, i, 2) < 0.4 ? text(`user ${i}: next, please`, size(0.002, 0.03)) : undefined;
-    if (r < 0.3) return { user: text(`user ${i}: a question`, size(0.002, 0.03)), reply: { text: text(`answer ${i}`, size(0.005, 0.06)) } };
+    if (r < 0.3)
+      return {
+        user: text(`user ${i}: a question`, size(0.002, 0.03)),
+        reply: { text: text(`answer ${i}`, size(0.005, 0.06)) },
+      };
     if (r < 0.6) {
-      const call = { toolName: r < 0.45 ? 'read_file' : 'bash', input: { path: `src/f${i}.ts` }, output: text(`output ${i}`, size(0.002, 0.1)) };
+      const call = {
+        toolName: r < 0.45 ? 'read_file' : 'bash',
+        input: { path: `src/f${i}.ts` },
+        output: text(`output ${i}`, size(0.002, 0.1)),
+      };
       return { user: ask, reply: { calls: [call] } };
     }
     if (r < 0.72) {
       const n = 5 + Math.floor(rand(seed, i, 3) * 11);
-      const calls = Array.from({ length: n }, (_, c) => ({ toolName: 'grep', input: { pattern: `p${i}.${c}` }, output: text(`match ${i}.${c}`, size(0.001, 0.015)) }));
+      const calls = Array.from({ length: n }, (_, c) => ({
+        toolName: 'grep',
+        input: { pattern: `p${i}.${c}` },
+        output: text(`match ${i}.${c}`, size(0.001, 0.015)),
+      }));
       return { user: ask, reply: { calls } };
     }
     if (r < 0.84) {
       const side = Math.min(1400, Math.round(Math.sqrt(window * 0.04 * 750)));
-      const content: UserContent = [{ type: 'text', text: text(`see screenshot ${i}`, 0.005) }, { type: 'image', image: pngBase64(side, side - (i % 50), 20_000), mediaType: 'image/png' }];
+      const content: UserContent = [
+        { type: 'text', text: text(`see screenshot ${i}`, 0.005) },
+        { type: 'image', image: pngBase64(side, side - (i % 50), 20_000), mediaType: 'image/png' },
+      ];
       return { user: content, reply: { text: text(`the screenshot ${i} shows`, size(0.005, 0.03)) } };
     }
-    if (r < 0.9) return { user: ask, reply: { calls: [{ toolName: 'read_file', input: { path: `dump-${i}.log` }, output: text(`dump ${i}`, size(0.3, 1.2)) }] } };
+    if (r < 0.9)
+      return {
+        user: ask,
+        reply: {
+          calls: [
+            { toolName: 'read_file', input: { path: `dump-${i}.log` }, output: text(`dump ${i}`, size(0.3, 1.2)) },
+          ],
+        },
+      };
     return { reply: { text: text(`thinking out loud ${i}`, size(0.005, 0.04)) } };
   };
 }
@@ -312,7 +395,13 @@ describe.each(WINDOWS)('simulation, random mixed sessions, %i-token window', (wi
     { seed: 3, ratio: 2.5, usage: true },
   ])('seed $seed, ratio $ratio, usage $usage', async ({ seed, ratio, usage }) => {
     const report = await runSimulation(
-      base(window, `mixed seed ${seed}`, { steps: 80, ratio, usage, modelId: 'claude-sonnet-4-5', script: mixed(window, ratio, seed) }),
+      base(window, `mixed seed ${seed}`, {
+        steps: 80,
+        ratio,
+        usage,
+        modelId: 'claude-sonnet-4-5',
+        script: mixed(window, ratio, seed),
+      }),
     );
     expect(report.compactions.length, describeRun(report)).toBeGreaterThan(0);
     expect(report.summarizerCalls.length, describeRun(report)).toBe(summarizerCallsReported(report));
@@ -322,18 +411,30 @@ describe.each(WINDOWS)('simulation, random mixed sessions, %i-token window', (wi
 describe('simulation, special cases', () => {
   it.each([8_000, 128_000])('a flaky summarizer falls back to the mechanical summary (%i)', async (window) => {
     // A chat, so that every compaction needs a summary; every other summarizer call throws.
-    const report = await runSimulation(base(window, 'flaky summarizer', { steps: 80, summarizerFailEvery: 2, script: chat(window, 1.2, 0.04) }));
+    const report = await runSimulation(
+      base(window, 'flaky summarizer', { steps: 80, summarizerFailEvery: 2, script: chat(window, 1.2, 0.04) }),
+    );
     expect(report.compactions.length, describeRun(report)).toBeGreaterThan(1);
-    expect(report.summarizerCalls.some((c) => c.failed), describeRun(report)).toBe(true);
+    expect(
+      report.summarizerCalls.some((c) => c.failed),
+      describeRun(report),
+    ).toBe(true);
     expect(report.events.of('summarizer-failed').length).toBeGreaterThan(0);
-    expect(report.records.some((r) => r.compaction?.steps.includes('mechanical')), describeRun(report)).toBe(true);
+    expect(
+      report.records.some((r) => r.compaction?.steps.includes('mechanical')),
+      describeRun(report),
+    ).toBe(true);
   });
 
   it('a summarizer with a small window gets chunks that each fit it', async () => {
     // 200k model, 16k summarizer: what a chat compaction summarizes at once (~100k tokens) needs several calls.
     const window = 200_000;
     const report = await runSimulation(
-      base(window, 'small summarizer', { steps: 40, script: chat(window, 1.2, 0.04), options: { summarizerContextWindow: 16_000 } }),
+      base(window, 'small summarizer', {
+        steps: 40,
+        script: chat(window, 1.2, 0.04),
+        options: { summarizerContextWindow: 16_000 },
+      }),
     );
     expectCompacted(report);
     expect(report.summarizerCalls.length, describeRun(report)).toBeGreaterThan(report.compactions.length);

@@ -50,7 +50,6 @@ export function prose(label: string, chars: number): string {
 /** Characters of text that cost `tokens` real tokens with a provider of this ratio. */
 export const charsFor = (tokens: number, ratio: number): number => Math.max(8, Math.round((tokens * 4) / ratio));
 
-
 /** A base64 PDF with a page tree of `pages` pages up front, padded with `paddingBytes` of stream data. */
 export function pdfBase64(pages: number, paddingBytes = 0): string {
   const kids = Array.from({ length: pages }, (_, k) => `${k + 3} 0 R`).join(' ');
@@ -104,7 +103,11 @@ function outputChars(output: unknown): number {
   if (!o) return 0;
   if (typeof o.value === 'string') return o.value.length;
   if (o.type === 'content' && Array.isArray(o.value)) {
-    return o.value.reduce((n: number, item: { type?: string; text?: unknown }) => n + (typeof item.text === 'string' ? item.text.length : JSON.stringify(item).length), 0);
+    return o.value.reduce(
+      (n: number, item: { type?: string; text?: unknown }) =>
+        n + (typeof item.text === 'string' ? item.text.length : JSON.stringify(item).length),
+      0,
+    );
   }
   return JSON.stringify(o.value ?? '').length;
 }
@@ -127,13 +130,18 @@ function messageCost(m: GuardMessage, provider: ProviderModel): Cost {
           cost.media += imageTokens(readImageDimensions((part as unknown as ImagePart).image), 'anthropic');
           break;
         case 'file':
-          cost.media += part['mediaType'] === 'application/pdf' ? pdfPages(part['data']) * provider.pdfPageTokens : 3000;
+          cost.media +=
+            part['mediaType'] === 'application/pdf' ? pdfPages(part['data']) * provider.pdfPageTokens : 3000;
           break;
         case 'tool-call':
-          cost.chars += String(part['toolName']).length + String(part['toolCallId']).length + JSON.stringify(part['input'] ?? {}).length;
+          cost.chars +=
+            String(part['toolName']).length +
+            String(part['toolCallId']).length +
+            JSON.stringify(part['input'] ?? {}).length;
           break;
         case 'tool-result':
-          cost.chars += String(part['toolName']).length + String(part['toolCallId']).length + outputChars(part['output']);
+          cost.chars +=
+            String(part['toolName']).length + String(part['toolCallId']).length + outputChars(part['output']);
           break;
         default:
           cost.chars += JSON.stringify(part).length;
@@ -145,7 +153,10 @@ function messageCost(m: GuardMessage, provider: ProviderModel): Cost {
 }
 
 export function toolChars(tools: readonly ToolDefinition[] | undefined): number {
-  return (tools ?? []).reduce((n, t) => n + t.name.length + (t.description?.length ?? 0) + JSON.stringify(t.inputSchema ?? {}).length, 0);
+  return (tools ?? []).reduce(
+    (n, t) => n + t.name.length + (t.description?.length ?? 0) + JSON.stringify(t.inputSchema ?? {}).length,
+    0,
+  );
 }
 
 /** Text characters and media tokens of some messages. */
@@ -160,7 +171,11 @@ export function measure(messages: readonly GuardMessage[], provider: ProviderMod
 }
 
 /** What the provider bills for a request: the "real" input count. */
-export function realTokens(messages: readonly GuardMessage[], tools: readonly ToolDefinition[] | undefined, provider: ProviderModel): number {
+export function realTokens(
+  messages: readonly GuardMessage[],
+  tools: readonly ToolDefinition[] | undefined,
+  provider: ProviderModel,
+): number {
   const { chars, media } = measure(messages, provider);
   return Math.ceil((provider.ratio * (chars + toolChars(tools))) / 4) + provider.invisibleTokens + media;
 }
@@ -205,7 +220,10 @@ export function fakeSummarizer(options: { failEvery?: number; ratio?: number } =
       `Task: ${firstUser ? userText(firstUser).slice(0, 120) : 'continuing the previous task'}.`,
       'Decisions: keep going with the plan. Next steps: continue from the latest request.',
     ];
-    return lines.filter(Boolean).join('\n').slice(0, Math.min(Math.floor(input.maxSummaryTokens * charsPerToken), 1500));
+    return lines
+      .filter(Boolean)
+      .join('\n')
+      .slice(0, Math.min(Math.floor(input.maxSummaryTokens * charsPerToken), 1500));
   };
   return { summarize, calls };
 }
@@ -311,10 +329,23 @@ function replyMessages(step: number, reply: Reply): GuardMessage[] {
   if ('text' in reply) return [{ role: 'assistant', content: [{ type: 'text', text: reply.text }] }];
   const ids = reply.calls.map((_, k) => `call_${step}_${k}`);
   return [
-    { role: 'assistant', content: reply.calls.map((c, k) => ({ type: 'tool-call' as const, toolCallId: ids[k]!, toolName: c.toolName, input: c.input })) },
+    {
+      role: 'assistant',
+      content: reply.calls.map((c, k) => ({
+        type: 'tool-call' as const,
+        toolCallId: ids[k]!,
+        toolName: c.toolName,
+        input: c.input,
+      })),
+    },
     {
       role: 'tool',
-      content: reply.calls.map((c, k) => ({ type: 'tool-result' as const, toolCallId: ids[k]!, toolName: c.toolName, output: { type: 'text' as const, value: c.output } })),
+      content: reply.calls.map((c, k) => ({
+        type: 'tool-result' as const,
+        toolCallId: ids[k]!,
+        toolName: c.toolName,
+        output: { type: 'text' as const, value: c.output },
+      })),
     },
   ];
 }
@@ -359,7 +390,9 @@ export async function simulate(scenario: Scenario): Promise<SimulationReport> {
   // Small prompts are cheap to snapshot: prove the input was not mutated on top of freezing it.
   const snapshotInput = window <= 8_000;
 
-  let history: readonly GuardMessage[] = deepFreeze(scenario.system.map((content): GuardMessage => ({ role: 'system', content })));
+  let history: readonly GuardMessage[] = deepFreeze(
+    scenario.system.map((content): GuardMessage => ({ role: 'system', content })),
+  );
   let pending: GuardMessage[] = []; // appended since the previous call
   const records: StepRecord[] = [];
   let threshold = Number.NaN;
@@ -388,7 +421,12 @@ export async function simulate(scenario: Scenario): Promise<SimulationReport> {
     await scenario.beforeStep?.(i, guard, sessionId);
     const snapshot = snapshotInput ? structuredClone(history) : undefined;
     const eventsBefore = events.events.length;
-    const result = await guard.beforeModel({ sessionId, ...(scenario.modelId ? { modelId: scenario.modelId } : {}), messages: history, ...(tools ? { tools } : {}) });
+    const result = await guard.beforeModel({
+      sessionId,
+      ...(scenario.modelId ? { modelId: scenario.modelId } : {}),
+      messages: history,
+      ...(tools ? { tools } : {}),
+    });
     const callEvents = events.events.slice(eventsBefore);
     threshold = result.threshold;
 
@@ -459,7 +497,10 @@ export async function simulate(scenario: Scenario): Promise<SimulationReport> {
  * - bounded: at most a third of the calls compact, not counting those paid for by growth (what was
  *   added since the previous compaction exceeds that gap: nothing can absorb it).
  */
-export function expectNoCompactionLoop(report: SimulationReport, options: { slack?: number; spacing?: number } = {}): void {
+export function expectNoCompactionLoop(
+  report: SimulationReport,
+  options: { slack?: number; spacing?: number } = {},
+): void {
   const { scenario, records } = report;
   const slack = options.slack ?? 0.9;
   const spacing = options.spacing ?? 3;
@@ -474,13 +515,18 @@ export function expectNoCompactionLoop(report: SimulationReport, options: { slac
     const where = `${scenario.name} step ${r.step}`;
     const prev = records[r.step - 1];
     if (prev && !prev.overflow) {
-      const wouldBe = usage ? prev.real + added(r) : 1.5 * (prev.outputHeuristic + r.addedHeuristic) + prev.outputMedia + r.addedMedia;
-      at(where, () => report, () =>
-        expect(
-          wouldBe,
-          `unjustified compaction (estimate ${c.tokensBefore} → ${Math.round(c.tokensAfter)}, threshold ${r.threshold}): the previous output ` +
-            `(real ${prev.real}) plus what was added (~${Math.round(r.addedHeuristic)} heuristic tokens) is only ~${Math.round(wouldBe)}`,
-        ).toBeGreaterThanOrEqual(slack * r.threshold),
+      const wouldBe = usage
+        ? prev.real + added(r)
+        : 1.5 * (prev.outputHeuristic + r.addedHeuristic) + prev.outputMedia + r.addedMedia;
+      at(
+        where,
+        () => report,
+        () =>
+          expect(
+            wouldBe,
+            `unjustified compaction (estimate ${c.tokensBefore} → ${Math.round(c.tokensAfter)}, threshold ${r.threshold}): the previous output ` +
+              `(real ${prev.real}) plus what was added (~${Math.round(r.addedHeuristic)} heuristic tokens) is only ~${Math.round(wouldBe)}`,
+          ).toBeGreaterThanOrEqual(slack * r.threshold),
       );
     }
     // Growth since the previous compaction, and the room that compaction left under the threshold.
@@ -491,22 +537,28 @@ export function expectNoCompactionLoop(report: SimulationReport, options: { slac
     if (since >= enough) paidByGrowth++;
     if (previous && r.step - previous.step <= spacing) {
       const p = previous.compaction!;
-      at(where, () => report, () =>
-        expect(
-          since,
-          `compaction loop: compacted again ${r.step - previous!.step} call(s) after the compaction at step ${previous!.step} ` +
-            `(which left ${Math.round(p.tokensAfter)} for a target of ${Math.round(p.target)}, threshold ${r.threshold}; ` +
-            `this one ${Math.round(c.tokensBefore)} → ${Math.round(c.tokensAfter)}) although only ~${Math.round(since)} tokens were added since, less than the gap ${Math.round(gap)}`,
-        ).toBeGreaterThanOrEqual(enough),
+      at(
+        where,
+        () => report,
+        () =>
+          expect(
+            since,
+            `compaction loop: compacted again ${r.step - previous!.step} call(s) after the compaction at step ${previous!.step} ` +
+              `(which left ${Math.round(p.tokensAfter)} for a target of ${Math.round(p.target)}, threshold ${r.threshold}; ` +
+              `this one ${Math.round(c.tokensBefore)} → ${Math.round(c.tokensAfter)}) although only ~${Math.round(since)} tokens were added since, less than the gap ${Math.round(gap)}`,
+          ).toBeGreaterThanOrEqual(enough),
       );
     }
     previous = r;
   }
-  at(scenario.name, () => report, () =>
-    expect(
-      counted.length - paidByGrowth,
-      `${counted.length} compactions (${paidByGrowth} paid for by growth) in ${records.length} calls at steps ${report.compactions.join(', ')}`,
-    ).toBeLessThanOrEqual(Math.max(1, Math.floor(records.length / 3))),
+  at(
+    scenario.name,
+    () => report,
+    () =>
+      expect(
+        counted.length - paidByGrowth,
+        `${counted.length} compactions (${paidByGrowth} paid for by growth) in ${records.length} calls at steps ${report.compactions.join(', ')}`,
+      ).toBeLessThanOrEqual(Math.max(1, Math.floor(records.length / 3))),
   );
 }
 
@@ -525,8 +577,14 @@ export function expectStablePrefix(report: SimulationReport): void {
     const b = now.result.messages;
     let same = 0;
     while (same < a.length && same < b.length && (a[same] === b[same] || isDeepStrictEqual(a[same], b[same]))) same++;
-    at(`${scenario.name} step ${k}`, () => report, () =>
-      expect(same, `no compaction ran, yet the output no longer starts with the previous one: message ${same} of ${a.length} changed`).toBe(a.length),
+    at(
+      `${scenario.name} step ${k}`,
+      () => report,
+      () =>
+        expect(
+          same,
+          `no compaction ran, yet the output no longer starts with the previous one: message ${same} of ${a.length} changed`,
+        ).toBe(a.length),
     );
   }
 }
@@ -543,7 +601,10 @@ export function irreducibleFloor(report: SimulationReport, record: StepRecord): 
   const history = report.history.slice(0, record.historyMessages);
   const out = record.result.messages;
   const head = (m: GuardMessage | undefined): string => (m ? userText(m).slice(0, 40) : '');
-  const userHeads = history.filter((m) => m.role === 'user').map(head).filter((t) => t.length > 0);
+  const userHeads = history
+    .filter((m) => m.role === 'user')
+    .map(head)
+    .filter((t) => t.length > 0);
   const latest = head([...history].reverse().find((m) => m.role === 'user'));
   const first = head(history.find((m) => m.role === 'user'));
   const top = out.findIndex((m) => m.role !== 'system');
@@ -568,8 +629,14 @@ export function expectSummarizerInputsFit(report: SimulationReport): void {
   const window = scenario.options?.summarizerContextWindow ?? scenario.contextWindow;
   report.summarizerCalls.forEach((call, k) => {
     const real = Math.ceil((scenario.ratio * call.inputChars) / 4);
-    at(`${scenario.name} summarizer call ${k}`, () => report, () =>
-      expect(real, `summarizer input of ${call.messages} messages costs ${real} tokens, over its ${window}-token window`).toBeLessThanOrEqual(window),
+    at(
+      `${scenario.name} summarizer call ${k}`,
+      () => report,
+      () =>
+        expect(
+          real,
+          `summarizer input of ${call.messages} messages costs ${real} tokens, over its ${window}-token window`,
+        ).toBeLessThanOrEqual(window),
     );
   });
 }

@@ -5,12 +5,20 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MECHANICAL_SUMMARY_PREFIX, MECHANICAL_USER_FLOOR_CHARS } from '../../src/compaction/mechanical.ts';
-import { CircuitBreaker, summarize, type SummarizeRequest, type SummarizerFailure } from '../../src/compaction/summarize.ts';
+import {
+  CircuitBreaker,
+  summarize,
+  type SummarizeRequest,
+  type SummarizerFailure,
+} from '../../src/compaction/summarize.ts';
 import type { Summarizer, SummarizerInput } from '../../src/compaction/types.ts';
 import type { GuardMessage } from '../../src/messages.ts';
 
 const FILL = 'lorem ipsum dolor sit amet consectetur adipiscing elit ';
-const filler = (chars: number) => FILL.repeat(Math.ceil(chars / FILL.length)).slice(0, chars).trimEnd();
+const filler = (chars: number) =>
+  FILL.repeat(Math.ceil(chars / FILL.length))
+    .slice(0, chars)
+    .trimEnd();
 
 /** One turn: a user request, an assistant step that reads a file, the file, the assistant's answer. */
 function turn(i: number, userChars: number, toolChars: number): GuardMessage[] {
@@ -25,20 +33,32 @@ function turn(i: number, userChars: number, toolChars: number): GuardMessage[] {
     },
     {
       role: 'tool',
-      content: [{ type: 'tool-result', toolCallId: `c${i}`, toolName: 'read_file', output: { type: 'text', value: `file ${i} ${filler(toolChars)}` } }],
+      content: [
+        {
+          type: 'tool-result',
+          toolCallId: `c${i}`,
+          toolName: 'read_file',
+          output: { type: 'text', value: `file ${i} ${filler(toolChars)}` },
+        },
+      ],
     },
     { role: 'assistant', content: `Done with request ${i}. ${filler(500)}` },
   ];
 }
 
 /** The issue's 17 messages at a 4k window: four turns and the latest request. */
-const seventeen: GuardMessage[] = [0, 1, 2, 3].flatMap((i) => turn(i, 150, 3000)).concat({ role: 'user', content: `request-4: ${filler(150)}` });
+const seventeen: GuardMessage[] = [0, 1, 2, 3]
+  .flatMap((i) => turn(i, 150, 3000))
+  .concat({ role: 'user', content: `request-4: ${filler(150)}` });
 
 /** 400 user messages with a unique fact at their start, between assistant steps: 801 messages. */
 function factSession(): GuardMessage[] {
   const out: GuardMessage[] = [{ role: 'assistant', content: 'Hello, what can I do?' }];
   for (let i = 0; i < 400; i++) {
-    out.push({ role: 'user', content: `fact-${i}: the deploy key of service ${i} lives in vault path kv/${i}. ${filler(250)}` });
+    out.push({
+      role: 'user',
+      content: `fact-${i}: the deploy key of service ${i} lives in vault path kv/${i}. ${filler(250)}`,
+    });
     out.push({ role: 'assistant', content: `Noted fact ${i}. ${filler(400)}` });
   }
   return out;
@@ -103,7 +123,12 @@ describe('summarize: the fallback digest keeps what the user said', () => {
 
   it('reports the user messages a digest could not keep (801 messages at a 16k window)', async () => {
     // A 16k window: a 1,600-token summary budget and the room the pipeline leaves under the target.
-    const req = request({ messages: factSession(), maxSummaryTokens: 1600, summarizerContextWindow: 16_000, roomTokens: 3471 });
+    const req = request({
+      messages: factSession(),
+      maxSummaryTokens: 1600,
+      summarizerContextWindow: 16_000,
+      roomTokens: 3471,
+    });
     const outcome = await summarize(req);
     const kept = Array.from({ length: 400 }, (_, i) => i).filter((i) => outcome.text.includes(`- user: fact-${i}: `));
     expect(kept.length).toBeGreaterThan(100);
@@ -114,7 +139,12 @@ describe('summarize: the fallback digest keeps what the user said', () => {
   });
 
   it('keeps every user fact of 801 messages when the room allows their starts', async () => {
-    const req = request({ messages: factSession(), maxSummaryTokens: 1600, summarizerContextWindow: 16_000, roomTokens: 12_000 });
+    const req = request({
+      messages: factSession(),
+      maxSummaryTokens: 1600,
+      summarizerContextWindow: 16_000,
+      roomTokens: 12_000,
+    });
     const outcome = await summarize(req);
     for (let i = 0; i < 400; i++) expect(outcome.text).toContain(`- user: fact-${i}: the deploy key of service ${i}`);
     expect(outcome.lostUserMessages).toBe(0);
@@ -134,7 +164,8 @@ describe('summarize: the fallback digest keeps what the user said', () => {
     expect(outcome.text.length).toBeLessThanOrEqual(BUDGET_4K);
     expect(outcome.text).toContain('## Task state\nMigrating the DB.');
     expect(outcome.text).toContain('Never touch prod.');
-    for (let i = 0; i <= 4; i++) expect(outcome.text).toContain(`- user: request-${i}: ${filler(150).slice(0, MECHANICAL_USER_FLOOR_CHARS - 12)}`);
+    for (let i = 0; i <= 4; i++)
+      expect(outcome.text).toContain(`- user: request-${i}: ${filler(150).slice(0, MECHANICAL_USER_FLOOR_CHARS - 12)}`);
   });
 
   it('keeps the start of every user request when the room under the target is tiny or negative', async () => {
@@ -156,7 +187,10 @@ describe('summarize: the fallback digest keeps what the user said', () => {
 
 describe('summarize: the deadline of a whole compaction', () => {
   /** A summarizer window so small that 601 messages take dozens of chunks. */
-  const many = Array.from({ length: 601 }, (_, i): GuardMessage => ({ role: i % 2 ? 'assistant' : 'user', content: `m${i} ${filler(400)}` }));
+  const many = Array.from(
+    { length: 601 },
+    (_, i): GuardMessage => ({ role: i % 2 ? 'assistant' : 'user', content: `m${i} ${filler(400)}` }),
+  );
 
   function slow(ms: number) {
     const calls: SummarizerInput[] = [];
@@ -170,7 +204,13 @@ describe('summarize: the deadline of a whole compaction', () => {
   it('stops calling a slow summarizer at the deadline and folds the rest mechanically', async () => {
     vi.useFakeTimers({ now: 1_000_000 });
     const { calls, summarizer } = slow(150);
-    const req = request({ messages: many, summarizer, summarizerContextWindow: 8_000, maxSummaryTokens: 800, deadline: Date.now() + 1_000 });
+    const req = request({
+      messages: many,
+      summarizer,
+      summarizerContextWindow: 8_000,
+      maxSummaryTokens: 800,
+      deadline: Date.now() + 1_000,
+    });
     const pending = summarize(req);
     await vi.advanceTimersByTimeAsync(60_000);
     const outcome = await pending;
@@ -229,7 +269,11 @@ describe('summarize: the deadline of a whole compaction', () => {
 
   it('a call that times out before the deadline is still a timeout and counts against the summarizer', async () => {
     vi.useFakeTimers({ now: 1_000_000 });
-    const req = request({ summarizer: () => new Promise<string>(() => {}), timeoutMs: 100, deadline: Date.now() + 10_000 });
+    const req = request({
+      summarizer: () => new Promise<string>(() => {}),
+      timeoutMs: 100,
+      deadline: Date.now() + 10_000,
+    });
     const pending = summarize(req);
     await vi.advanceTimersByTimeAsync(100);
     await pending;
@@ -265,7 +309,9 @@ describe('summarize: chunks of the summarizer input', () => {
   it('every user message reaches the summarizer, in order, across many chunks', async () => {
     const { calls, summarizer } = recording();
     const messages = factSession();
-    const outcome = await summarize(request({ messages, summarizer, summarizerContextWindow: 8_000, maxSummaryTokens: 800 }));
+    const outcome = await summarize(
+      request({ messages, summarizer, summarizerContextWindow: 8_000, maxSummaryTokens: 800 }),
+    );
     expect(outcome.mechanical).toBe(false);
     expect(calls.length).toBeGreaterThan(5);
     const prompts = calls.map((c) => c.prompt).join('\n');
@@ -280,8 +326,14 @@ describe('summarize: chunks of the summarizer input', () => {
   it('a user message larger than a chunk reaches the summarizer with its start and its end', async () => {
     const { calls, summarizer } = recording();
     const huge = `START OF THE REQUEST: keep the API stable. ${filler(100_000)} END OF THE REQUEST: ship on Friday.`;
-    const messages: GuardMessage[] = [{ role: 'user', content: 'first' }, { role: 'user', content: huge }, { role: 'assistant', content: 'ok' }];
-    const outcome = await summarize(request({ messages, summarizer, summarizerContextWindow: 8_000, maxSummaryTokens: 800 }));
+    const messages: GuardMessage[] = [
+      { role: 'user', content: 'first' },
+      { role: 'user', content: huge },
+      { role: 'assistant', content: 'ok' },
+    ];
+    const outcome = await summarize(
+      request({ messages, summarizer, summarizerContextWindow: 8_000, maxSummaryTokens: 800 }),
+    );
     expect(outcome.mechanical).toBe(false);
     const prompts = calls.map((c) => c.prompt);
     expect(prompts.some((p) => p.includes('START OF THE REQUEST: keep the API stable.'))).toBe(true);
@@ -292,9 +344,18 @@ describe('summarize: chunks of the summarizer input', () => {
 
   it('a user message of 20,000 small text parts is cut to fit a chunk, its start and end kept', async () => {
     const { calls, summarizer } = recording();
-    const parts = Array.from({ length: 20_000 }, (_, i) => ({ type: 'text' as const, text: `log line ${i} of the pasted build output` }));
-    const messages: GuardMessage[] = [{ role: 'user', content: 'first' }, { role: 'user', content: parts }, { role: 'assistant', content: 'ok' }];
-    const outcome = await summarize(request({ messages, summarizer, summarizerContextWindow: 8_000, maxSummaryTokens: 800 }));
+    const parts = Array.from({ length: 20_000 }, (_, i) => ({
+      type: 'text' as const,
+      text: `log line ${i} of the pasted build output`,
+    }));
+    const messages: GuardMessage[] = [
+      { role: 'user', content: 'first' },
+      { role: 'user', content: parts },
+      { role: 'assistant', content: 'ok' },
+    ];
+    const outcome = await summarize(
+      request({ messages, summarizer, summarizerContextWindow: 8_000, maxSummaryTokens: 800 }),
+    );
     expect(outcome.mechanical).toBe(false);
     for (const c of calls) expect((c.instructions.length + c.prompt.length) * 0.375).toBeLessThanOrEqual(0.8 * 8_000);
     const prompts = calls.map((c) => c.prompt).join('\n');
@@ -310,7 +371,13 @@ describe('summarize: chunks of the summarizer input', () => {
       return `summary of chunk ${n}`;
     };
     const messages = factSession();
-    const req = request({ messages, summarizer, summarizerContextWindow: 8_000, maxSummaryTokens: 800, roomTokens: 20_000 });
+    const req = request({
+      messages,
+      summarizer,
+      summarizerContextWindow: 8_000,
+      maxSummaryTokens: 800,
+      roomTokens: 20_000,
+    });
     const outcome = await summarize(req);
     expect(outcome.mechanical).toBe(true);
     expect(outcome.text).toContain('summary of chunk 2');

@@ -260,13 +260,13 @@ describe('tokensPerCharAfterReset', () => {
 
 describe('plausible counts', () => {
   it('bounds the input by calibration.max, twice the media and an allowance of half the window', () => {
-    // 10,000 heuristic tokens: at most 5 × 10,000 + 2 × 300 + 50,000; at least a tenth.
-    expect(plausibleInputRange(request(40_000, 300), C, 100_000)).toEqual({ min: 1_000, max: 100_600 });
+    // 10,000 heuristic tokens: at most 5 × 10,000 + 2 × 300 + 50,000; at least a fiftieth.
+    expect(plausibleInputRange(request(40_000, 300), C, 100_000)).toEqual({ min: 200, max: 100_600 });
   });
 
   it('checks no minimum on small prompts', () => {
     expect(plausibleInputRange(request(3_996), C, 100_000).min).toBe(1);
-    expect(plausibleInputRange(request(4_000), C, 100_000).min).toBe(100);
+    expect(plausibleInputRange(request(4_000), C, 100_000).min).toBe(20);
   });
 
   it('never allows more than twice the window plus the allowance', () => {
@@ -284,8 +284,9 @@ describe('plausible counts', () => {
     expect(plausibleInputRange(request(400, 200_000), C, 10_000).max).toBe(408_000);
   });
 
-  it('bounds the output by the window, 1M when unknown', () => {
-    expect(plausibleOutputMax(128_000)).toBe(128_000);
+  it('bounds the output by twice the window (at least 200k), 1M when unknown', () => {
+    expect(plausibleOutputMax(128_000)).toBe(256_000);
+    expect(plausibleOutputMax(8_000)).toBe(200_000);
     expect(plausibleOutputMax(undefined)).toBe(1_000_000);
   });
 });

@@ -45,7 +45,18 @@ function gif(width: number, height: number): Uint8Array {
 }
 
 function webpLossy(width: number, height: number): Uint8Array {
-  return bytes(str('RIFF'), le32(30), str('WEBP'), str('VP8 '), le32(18), [0, 0, 0], [0x9d, 0x01, 0x2a], le16(width), le16(height), [0, 0]);
+  return bytes(
+    str('RIFF'),
+    le32(30),
+    str('WEBP'),
+    str('VP8 '),
+    le32(18),
+    [0, 0, 0],
+    [0x9d, 0x01, 0x2a],
+    le16(width),
+    le16(height),
+    [0, 0],
+  );
 }
 
 function webpLossless(width: number, height: number): Uint8Array {
@@ -54,7 +65,16 @@ function webpLossless(width: number, height: number): Uint8Array {
 }
 
 function webpExtended(width: number, height: number): Uint8Array {
-  return bytes(str('RIFF'), le32(30), str('WEBP'), str('VP8X'), le32(10), [0x10, 0, 0, 0], le24(width - 1), le24(height - 1));
+  return bytes(
+    str('RIFF'),
+    le32(30),
+    str('WEBP'),
+    str('VP8X'),
+    le32(10),
+    [0x10, 0, 0, 0],
+    le24(width - 1),
+    le24(height - 1),
+  );
 }
 
 /** A marker segment: FF, marker, big-endian length (including itself), payload. */
@@ -62,7 +82,11 @@ function segment(marker: number, payload: number[]): number[] {
   return [0xff, marker, ...be16(payload.length + 2), ...payload];
 }
 
-function jpeg(width: number, height: number, opts: { sof?: number; exifBytes?: number; extra?: number[][] } = {}): Uint8Array {
+function jpeg(
+  width: number,
+  height: number,
+  opts: { sof?: number; exifBytes?: number; extra?: number[][] } = {},
+): Uint8Array {
   const sof = opts.sof ?? 0xc0;
   const exif = [...str('Exif'), 0, 0, ...new Array<number>(opts.exifBytes ?? 20).fill(0x41)];
   return bytes(
@@ -118,7 +142,11 @@ describe('readImageDimensions', () => {
   });
 
   it('skips several APP segments, fill bytes and standalone markers before SOF', () => {
-    const extra = [segment(0xe0, str('JFIF\0\x01\x02')), segment(0xe2, new Array<number>(5000).fill(7)), [0xff, 0xff, 0xff]];
+    const extra = [
+      segment(0xe0, str('JFIF\0\x01\x02')),
+      segment(0xe2, new Array<number>(5000).fill(7)),
+      [0xff, 0xff, 0xff],
+    ];
     // The fill bytes above end with FF, so the next segment's FF starts a marker after fill.
     expect(readImageDimensions(jpeg(10, 20, { extra }))).toEqual({ width: 10, height: 20 });
   });
@@ -230,7 +258,7 @@ describe('mediaProviderForModel', () => {
 });
 
 describe('imageTokens', () => {
-  it('follows OpenAI\'s tile formula', () => {
+  it("follows OpenAI's tile formula", () => {
     expect(imageTokens({ width: 1024, height: 1024 }, 'openai', 'high')).toBe(765);
     expect(imageTokens({ width: 2048, height: 4096 }, 'openai', 'high')).toBe(1105);
     expect(imageTokens({ width: 2048, height: 4096 }, 'openai', 'low')).toBe(85);
@@ -239,7 +267,7 @@ describe('imageTokens', () => {
     expect(imageTokens(undefined, 'openai', 'low')).toBe(85);
   });
 
-  it('follows Anthropic\'s pixels / 750 with the resize cap', () => {
+  it("follows Anthropic's pixels / 750 with the resize cap", () => {
     expect(imageTokens({ width: 1000, height: 1000 }, 'anthropic')).toBe(1334);
     expect(imageTokens({ width: 200, height: 200 }, 'anthropic')).toBe(54);
     expect(imageTokens({ width: 1092, height: 1092 }, 'anthropic')).toBe(1590);
@@ -249,7 +277,7 @@ describe('imageTokens', () => {
     expect(imageTokens({ width: 4000, height: 200 }, 'anthropic')).toBe(Math.ceil((1568 * 78) / 750)); // long edge cap
   });
 
-  it('follows Gemini\'s 258-token tiles', () => {
+  it("follows Gemini's 258-token tiles", () => {
     expect(imageTokens({ width: 300, height: 300 }, 'google')).toBe(258);
     expect(imageTokens({ width: 384, height: 100 }, 'google')).toBe(258);
     expect(imageTokens({ width: 1000, height: 700 }, 'google')).toBe(258 * 2);
@@ -259,7 +287,9 @@ describe('imageTokens', () => {
 
   it('generic takes the larger of OpenAI and Anthropic', () => {
     expect(imageTokens({ width: 1000, height: 1000 }, 'generic')).toBe(1334);
-    expect(imageTokens({ width: 100, height: 2000 }, 'generic')).toBe(imageTokens({ width: 100, height: 2000 }, 'openai'));
+    expect(imageTokens({ width: 100, height: 2000 }, 'generic')).toBe(
+      imageTokens({ width: 100, height: 2000 }, 'openai'),
+    );
   });
 
   it('uses the documented constants when dimensions are unknown or unusable', () => {
@@ -292,26 +322,38 @@ describe('imagePartTokens', () => {
     expect(imagePartTokens({ ...part, providerOptions: { openai: { imageDetail: 'low' } } }, 'openai')).toBe(85);
     expect(imagePartTokens({ ...part, providerOptions: { openai: { imageDetail: 'bogus' } } }, 'openai')).toBe(765);
     expect(imagePartTokens(part, 'anthropic')).toBe(Math.ceil((1024 * 1024) / 750));
-    expect(imagePartTokens({ type: 'image', image: new URL('https://x.test/a.png') }, 'anthropic')).toBe(UNKNOWN_IMAGE_TOKENS.anthropic);
+    expect(imagePartTokens({ type: 'image', image: new URL('https://x.test/a.png') }, 'anthropic')).toBe(
+      UNKNOWN_IMAGE_TOKENS.anthropic,
+    );
   });
 });
 
 // ---- files ------------------------------------------------------------------------------------
 
-function pdf(pageCount: number, opts: { linearized?: number; bodyBytes?: number; treeAtEnd?: boolean } = {}): Uint8Array {
+function pdf(
+  pageCount: number,
+  opts: { linearized?: number; bodyBytes?: number; treeAtEnd?: boolean } = {},
+): Uint8Array {
   const parts: string[] = ['%PDF-1.7\n%\xe2\xe3\xcf\xd3\n'];
-  if (opts.linearized !== undefined) parts.push(`1 0 obj\n<< /Linearized 1 /L 1000 /H [ 600 150 ] /O 4 /E 900 /N ${opts.linearized} /T 800 >>\nendobj\n`);
+  if (opts.linearized !== undefined)
+    parts.push(
+      `1 0 obj\n<< /Linearized 1 /L 1000 /H [ 600 150 ] /O 4 /E 900 /N ${opts.linearized} /T 800 >>\nendobj\n`,
+    );
   const tree = `2 0 obj\n<< /Type /Pages /Kids [${Array.from({ length: pageCount }, (_, i) => `${10 + i} 0 R`).join(' ')}] /Count ${pageCount} >>\nendobj\n`;
   const outline = '3 0 obj\n<< /Type /Outlines /Count 999 >>\nendobj\n';
   if (!opts.treeAtEnd) parts.push(tree, outline);
-  if (opts.bodyBytes) parts.push(`5 0 obj\n<< /Length ${opts.bodyBytes} >>\nstream\n${'x'.repeat(opts.bodyBytes)}\nendstream\nendobj\n`);
+  if (opts.bodyBytes)
+    parts.push(`5 0 obj\n<< /Length ${opts.bodyBytes} >>\nstream\n${'x'.repeat(opts.bodyBytes)}\nendstream\nendobj\n`);
   if (opts.treeAtEnd) parts.push(outline, tree);
   parts.push('trailer\n<< /Root 1 0 R >>\n%%EOF\n');
   return Uint8Array.from([...parts.join('')].map((c) => c.charCodeAt(0) & 0xff));
 }
 
 function pdfWithoutTree(size: number, pageObjects = 0): Uint8Array {
-  const pages = Array.from({ length: pageObjects }, (_, i) => `${i + 4} 0 obj << /Type /Page /Parent 2 0 R >> endobj\n`).join('');
+  const pages = Array.from(
+    { length: pageObjects },
+    (_, i) => `${i + 4} 0 obj << /Type /Page /Parent 2 0 R >> endobj\n`,
+  ).join('');
   const head = `%PDF-1.5\n${pages}`;
   const out = new Uint8Array(size).fill(0x20);
   out.set([...head].map((c) => c.charCodeAt(0)));

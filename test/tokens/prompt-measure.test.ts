@@ -49,7 +49,13 @@ describe('PromptMeasurer', () => {
     const first = m.measure('s', messages, undefined, 'generic', CHARACTER_MEASURE);
     const firstChars = first.chars;
     const fifth = first.entries[5]!;
-    const copies = messages.map((msg) => ({ ...msg, content: Array.isArray(msg.content) ? msg.content.map((p) => ({ ...p })) : msg.content }) as GuardMessage);
+    const copies = messages.map(
+      (msg) =>
+        ({
+          ...msg,
+          content: Array.isArray(msg.content) ? msg.content.map((p) => ({ ...p })) : msg.content,
+        }) as GuardMessage,
+    );
     const second = m.measure('s', copies, undefined, 'generic', CHARACTER_MEASURE);
     expect(second.chars).toBe(firstChars);
     expect(second.entries[5]).not.toBe(fifth);
@@ -97,16 +103,22 @@ describe('extendsPrompt', () => {
   const earlier = m.measure('x', base, undefined, 'generic', CHARACTER_MEASURE).prompt;
 
   it('accepts a prompt that starts with the earlier one', () => {
-    expect(extendsPrompt(m.measure('y', [...base, user('more')], undefined, 'generic', CHARACTER_MEASURE), earlier)).toBe(true);
+    expect(
+      extendsPrompt(m.measure('y', [...base, user('more')], undefined, 'generic', CHARACTER_MEASURE), earlier),
+    ).toBe(true);
     expect(extendsPrompt(m.measure('y', base, undefined, 'generic', CHARACTER_MEASURE), earlier)).toBe(true);
   });
 
   it('rejects a shorter prompt, an edited tail, and an edit of the same size', () => {
-    expect(extendsPrompt(m.measure('y', base.slice(0, -1), undefined, 'generic', CHARACTER_MEASURE), earlier)).toBe(false);
+    expect(extendsPrompt(m.measure('y', base.slice(0, -1), undefined, 'generic', CHARACTER_MEASURE), earlier)).toBe(
+      false,
+    );
     const editedTail = [...base.slice(0, -1), user('different'), user('more')];
     expect(extendsPrompt(m.measure('y', editedTail, undefined, 'generic', CHARACTER_MEASURE), earlier)).toBe(false);
     const last = base[base.length - 1]!;
     const sameSize = JSON.parse(JSON.stringify(last).replace('content 2', 'content 9')) as GuardMessage;
-    expect(extendsPrompt(m.measure('y', [...base.slice(0, -1), sameSize], undefined, 'generic', CHARACTER_MEASURE), earlier)).toBe(false);
+    expect(
+      extendsPrompt(m.measure('y', [...base.slice(0, -1), sameSize], undefined, 'generic', CHARACTER_MEASURE), earlier),
+    ).toBe(false);
   });
 });

@@ -20,7 +20,10 @@ export function fileText(path: string, chars = 3_000): string {
 
 // The long steps: far over what the guard can keep of them, so the next prompt clips them. Each
 // text is numbered, so that a part only the original has (its middle) shows whether it was re-sent.
-export const LONG_ANSWER = Array.from({ length: 500 }, (_, i) => `Module ${i} exports a value computed from its input.`).join(' ');
+export const LONG_ANSWER = Array.from(
+  { length: 500 },
+  (_, i) => `Module ${i} exports a value computed from its input.`,
+).join(' ');
 export const LONG_REASONING = Array.from({ length: 300 }, (_, i) => `Plan step ${i}: list module ${i}.`).join(' ');
 export const LONG_FILE = fileText('src/report.ts', 16_000);
 /** Texts from the middle of the long originals: a clip keeps head and tail, never these. */
@@ -35,7 +38,11 @@ export function readerScript(steps: number, { answerAt = 3, writeAt = 6 } = {}):
     if (index >= steps) return { text: 'done' };
     const read = { name: 'read', args: { path: `src/file-${index}.ts` } };
     if (index === answerAt) return { reasoning: LONG_REASONING, text: LONG_ANSWER, calls: [read] };
-    if (index === writeAt) return { text: 'Writing the report.', calls: [{ name: 'write', args: { path: 'src/report.ts', content: LONG_FILE } }] };
+    if (index === writeAt)
+      return {
+        text: 'Writing the report.',
+        calls: [{ name: 'write', args: { path: 'src/report.ts', content: LONG_FILE } }],
+      };
     return { reasoning: `Next: file ${index}.`, text: `Reading file ${index}.`, calls: [read] };
   };
 }
@@ -95,7 +102,10 @@ export function expectEveryRequestSound(r: WireRun, window = WINDOW): void {
     const read = readText(r, call);
     for (const { middle, at } of written) {
       const clipped = at >= 0 && r.hardFits.some((h) => h > at && h <= call.index);
-      if (clipped) expect(read.includes(middle), `request ${call.index} carries an original the guard clipped: ${middle}`).toBe(false);
+      if (clipped)
+        expect(read.includes(middle), `request ${call.index} carries an original the guard clipped: ${middle}`).toBe(
+          false,
+        );
     }
   }
 }

@@ -12,7 +12,8 @@ function blocksOf(content: unknown): Obj[] {
   return Array.isArray(content) ? (content as Obj[]) : [];
 }
 
-const idsOf = (blocks: Obj[], type: string, key: string) => blocks.filter((b) => b['type'] === type).map((b) => String(b[key]));
+const idsOf = (blocks: Obj[], type: string, key: string) =>
+  blocks.filter((b) => b['type'] === type).map((b) => String(b[key]));
 
 const textOf = (content: unknown): string =>
   blocksOf(content)
@@ -33,7 +34,9 @@ export const anthropic: Dialect = {
       const uses = m['role'] === 'assistant' ? idsOf(blocks, 'tool_use', 'id') : [];
       if (uses.length > 0) {
         const next = messages[i + 1];
-        const results = new Set(next?.['role'] === 'user' ? idsOf(blocksOf(next['content']), 'tool_result', 'tool_use_id') : []);
+        const results = new Set(
+          next?.['role'] === 'user' ? idsOf(blocksOf(next['content']), 'tool_result', 'tool_use_id') : [],
+        );
         const missing = uses.filter((id) => !results.has(id));
         if (missing.length > 0) {
           invalid(
@@ -52,7 +55,10 @@ export const anthropic: Dialect = {
             );
           }
         }
-        if (b['type'] === 'tool_use' && (typeof b['input'] !== 'object' || b['input'] === null || Array.isArray(b['input']))) {
+        if (
+          b['type'] === 'tool_use' &&
+          (typeof b['input'] !== 'object' || b['input'] === null || Array.isArray(b['input']))
+        ) {
           invalid(`messages.${i}.content.${j}.tool_use.input: Input should be a valid dictionary`);
         }
         if (b['type'] === 'thinking' && b['signature'] !== sign(String(b['thinking']))) {
@@ -62,7 +68,9 @@ export const anthropic: Dialect = {
       });
     });
     // User messages: user turns with something besides tool results.
-    const users = messages.filter((m) => m['role'] === 'user' && blocksOf(m['content']).some((b) => b['type'] !== 'tool_result'));
+    const users = messages.filter(
+      (m) => m['role'] === 'user' && blocksOf(m['content']).some((b) => b['type'] !== 'tool_result'),
+    );
     return {
       counted: { system: body['system'] ?? '', messages, tools: body['tools'] ?? [] },
       system,
@@ -74,7 +82,11 @@ export const anthropic: Dialect = {
   },
 
   error(problem) {
-    const body = { type: 'error', error: { type: 'invalid_request_error', message: problem.message }, request_id: 'req_fake' };
+    const body = {
+      type: 'error',
+      error: { type: 'invalid_request_error', message: problem.message },
+      request_id: 'req_fake',
+    };
     return json(problem.status, body, { 'request-id': 'req_fake' });
   },
 
@@ -86,9 +98,11 @@ export const anthropic: Dialect = {
     const id = ids.next('msg_');
     const model = String(body['model']);
     const content: Obj[] = [];
-    if (turn.reasoning !== undefined) content.push({ type: 'thinking', thinking: turn.reasoning, signature: sign(turn.reasoning) });
+    if (turn.reasoning !== undefined)
+      content.push({ type: 'thinking', thinking: turn.reasoning, signature: sign(turn.reasoning) });
     if (turn.text !== undefined) content.push({ type: 'text', text: turn.text });
-    for (const c of turn.calls ?? []) content.push({ type: 'tool_use', id: ids.next('toolu_'), name: c.name, input: c.args });
+    for (const c of turn.calls ?? [])
+      content.push({ type: 'tool_use', id: ids.next('toolu_'), name: c.name, input: c.args });
     const stop_reason = (turn.calls ?? []).length > 0 ? 'tool_use' : 'end_turn';
     // The cache is reported apart: input_tokens is only what was neither read from nor written to it.
     const input = {
@@ -98,12 +112,32 @@ export const anthropic: Dialect = {
     };
     if (!stream) {
       const final = { ...input, output_tokens: usage.output, service_tier: 'standard' };
-      return json(200, { id, type: 'message', role: 'assistant', model, content, stop_reason, stop_sequence: null, usage: final });
+      return json(200, {
+        id,
+        type: 'message',
+        role: 'assistant',
+        model,
+        content,
+        stop_reason,
+        stop_sequence: null,
+        usage: final,
+      });
     }
     const events: Array<{ event: string; data: Obj }> = [];
     const emit = (type: string, data: Obj) => events.push({ event: type, data: { type, ...data } });
     const start = { ...input, output_tokens: 1, service_tier: 'standard' };
-    emit('message_start', { message: { id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: start } });
+    emit('message_start', {
+      message: {
+        id,
+        type: 'message',
+        role: 'assistant',
+        model,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: start,
+      },
+    });
     content.forEach((block, index) => {
       if (block['type'] === 'thinking') {
         emit('content_block_start', { index, content_block: { type: 'thinking', thinking: '', signature: '' } });
@@ -117,13 +151,22 @@ export const anthropic: Dialect = {
           emit('content_block_delta', { index, delta: { type: 'text_delta', text: piece } });
         }
       } else {
-        emit('content_block_start', { index, content_block: { type: 'tool_use', id: block['id'], name: block['name'], input: {} } });
-        emit('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: JSON.stringify(block['input']) } });
+        emit('content_block_start', {
+          index,
+          content_block: { type: 'tool_use', id: block['id'], name: block['name'], input: {} },
+        });
+        emit('content_block_delta', {
+          index,
+          delta: { type: 'input_json_delta', partial_json: JSON.stringify(block['input']) },
+        });
       }
       emit('content_block_stop', { index });
     });
     // The final usage is cumulative: the output, and the same input counts again.
-    emit('message_delta', { delta: { stop_reason, stop_sequence: null }, usage: { ...input, output_tokens: usage.output } });
+    emit('message_delta', {
+      delta: { stop_reason, stop_sequence: null },
+      usage: { ...input, output_tokens: usage.output },
+    });
     emit('message_stop', {});
     return sse(events);
   },

@@ -177,7 +177,9 @@ export class FakeProvider {
     const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
     if (new URL(url).host !== this.host) throw new Error(`fake ${this.dialect.name}: unexpected host in ${url}`);
     const rawBody = init?.body ?? (input instanceof Request ? await input.text() : undefined);
-    const body = JSON.parse(typeof rawBody === 'string' ? rawBody : new TextDecoder().decode(rawBody as Uint8Array)) as Record<string, unknown>;
+    const body = JSON.parse(
+      typeof rawBody === 'string' ? rawBody : new TextDecoder().decode(rawBody as Uint8Array),
+    ) as Record<string, unknown>;
     return this.handle(url, body);
   };
 
@@ -204,7 +206,10 @@ export class FakeProvider {
     const toolTokens = countTokens((read.counted as { tools?: unknown })?.tools ?? []);
     const problem =
       tokens > this.options.window
-        ? { rejection: 'context-length' as const, ...this.dialect.contextLength(tokens, this.options.window, toolTokens) }
+        ? {
+            rejection: 'context-length' as const,
+            ...this.dialect.contextLength(tokens, this.options.window, toolTokens),
+          }
         : read.problems[0];
     if (problem) {
       call.status = problem.status;

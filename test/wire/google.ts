@@ -19,7 +19,9 @@ const textOf = (content: unknown): string =>
 /** What a thought signature signs: the part's text, or its call's name and arguments. */
 function signedPayload(part: Obj): string {
   const call = part['functionCall'] as Obj | undefined;
-  return call ? `call:${String(call['name'])}:${JSON.stringify(call['args'] ?? {})}` : `text:${String(part['text'] ?? '')}`;
+  return call
+    ? `call:${String(call['name'])}:${JSON.stringify(call['args'] ?? {})}`
+    : `text:${String(part['text'] ?? '')}`;
 }
 
 /** Gemini 3 replays a function call without its signature with this documented sentinel. */
@@ -38,7 +40,8 @@ export const google: Dialect = {
       const responses = parts.filter((p) => p['functionResponse'] !== undefined).length;
       if (responses > 0) {
         const previous = i > 0 ? partsOf(contents[i - 1]).filter((p) => p['functionCall'] !== undefined).length : 0;
-        if (previous === 0) invalid('Please ensure that function response turn comes immediately after a function call turn.');
+        if (previous === 0)
+          invalid('Please ensure that function response turn comes immediately after a function call turn.');
         else if (previous !== responses) {
           invalid(
             'Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.',
@@ -48,14 +51,18 @@ export const google: Dialect = {
       if (calls > 0) {
         const next = contents[i + 1];
         if (next && partsOf(next).filter((p) => p['functionResponse'] !== undefined).length === 0) {
-          invalid('Please ensure that function call turn comes immediately after a user turn or after a function response turn.');
+          invalid(
+            'Please ensure that function call turn comes immediately after a user turn or after a function response turn.',
+          );
         }
       }
       parts.forEach((p, j) => {
         const args = (p['functionCall'] as Obj | undefined)?.['args'];
         if (args !== undefined && (typeof args !== 'object' || args === null || Array.isArray(args))) {
           const path = `contents[${i}].parts[${j}].function_call.args`;
-          invalid(`Invalid value at '${path}' (type.googleapis.com/google.protobuf.Struct), ${JSON.stringify(args).slice(0, 40)}`);
+          invalid(
+            `Invalid value at '${path}' (type.googleapis.com/google.protobuf.Struct), ${JSON.stringify(args).slice(0, 40)}`,
+          );
         }
         const signature = p['thoughtSignature'];
         if (signature !== undefined && signature !== SKIP_SIGNATURE && signature !== sign(signedPayload(p))) {
@@ -75,11 +82,16 @@ export const google: Dialect = {
   },
 
   error(problem) {
-    return json(problem.status, { error: { code: problem.status, message: problem.message, status: 'INVALID_ARGUMENT' } });
+    return json(problem.status, {
+      error: { code: problem.status, message: problem.message, status: 'INVALID_ARGUMENT' },
+    });
   },
 
   contextLength(tokens, window) {
-    return { status: 400, message: `The input token count (${tokens}) exceeds the maximum number of tokens allowed (${window}).` };
+    return {
+      status: 400,
+      message: `The input token count (${tokens}) exceeds the maximum number of tokens allowed (${window}).`,
+    };
   },
 
   answer(turn, usage, { stream, ids }) {
@@ -99,12 +111,18 @@ export const google: Dialect = {
     };
     const responseId = ids.next('resp-');
     const modelVersion = 'gemini-2.5-flash';
-    const candidate = (p: Obj[], done: boolean) => ({ content: { parts: p, role: 'model' }, ...(done ? { finishReason: 'STOP' } : {}), index: 0 });
+    const candidate = (p: Obj[], done: boolean) => ({
+      content: { parts: p, role: 'model' },
+      ...(done ? { finishReason: 'STOP' } : {}),
+      index: 0,
+    });
     if (!stream) return json(200, { candidates: [candidate(parts, true)], usageMetadata, modelVersion, responseId });
     // One chunk per part; the last carries the finish reason and the usage.
     const events = parts.map((p, i) => {
       const last = i === parts.length - 1;
-      return { data: { candidates: [candidate([p], last)], ...(last ? { usageMetadata } : {}), modelVersion, responseId } };
+      return {
+        data: { candidates: [candidate([p], last)], ...(last ? { usageMetadata } : {}), modelVersion, responseId },
+      };
     });
     return sse(events);
   },

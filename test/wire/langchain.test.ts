@@ -7,7 +7,13 @@
 // tests check every request the provider received (agent.ts), as the AI SDK's wire tests do.
 import { ChatAnthropic } from '@langchain/anthropic';
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
-import { HumanMessage, SystemMessage, type AIMessageChunk, type BaseMessage, type ToolMessage } from '@langchain/core/messages';
+import {
+  HumanMessage,
+  SystemMessage,
+  type AIMessageChunk,
+  type BaseMessage,
+  type ToolMessage,
+} from '@langchain/core/messages';
 import { tool } from '@langchain/core/tools';
 import { ChatOpenAI } from '@langchain/openai';
 import { createAgent } from 'langchain';
@@ -39,11 +45,14 @@ const readTool = tool(async ({ path }: { path: string }) => fileText(path), {
   description: 'Read a file of the repository',
   schema: z.object({ path: z.string() }),
 });
-const writeTool = tool(async ({ path, content }: { path: string; content: string }) => `wrote ${content.length} characters to ${path}`, {
-  name: 'write',
-  description: 'Write a file of the repository',
-  schema: z.object({ path: z.string(), content: z.string() }),
-});
+const writeTool = tool(
+  async ({ path, content }: { path: string; content: string }) => `wrote ${content.length} characters to ${path}`,
+  {
+    name: 'write',
+    description: 'Write a file of the repository',
+    schema: z.object({ path: z.string(), content: z.string() }),
+  },
+);
 
 interface Target {
   name: string;
@@ -59,21 +68,33 @@ const targets: Target[] = [
     name: 'ChatOpenAI (Chat Completions)',
     dialect: openaiChat,
     host: 'api.openai.test',
-    model: (fetch) => new ChatOpenAI({ model: 'gpt-4o', apiKey, maxRetries: 0, configuration: { baseURL: OPENAI_URL, fetch } }),
+    model: (fetch) =>
+      new ChatOpenAI({ model: 'gpt-4o', apiKey, maxRetries: 0, configuration: { baseURL: OPENAI_URL, fetch } }),
   },
   {
     name: 'ChatOpenAI (Responses API)',
     dialect: openaiResponses,
     host: 'api.openai.test',
     model: (fetch) =>
-      new ChatOpenAI({ model: 'gpt-4o', apiKey, maxRetries: 0, useResponsesApi: true, configuration: { baseURL: OPENAI_URL, fetch } }),
+      new ChatOpenAI({
+        model: 'gpt-4o',
+        apiKey,
+        maxRetries: 0,
+        useResponsesApi: true,
+        configuration: { baseURL: OPENAI_URL, fetch },
+      }),
   },
   {
     name: 'ChatAnthropic',
     dialect: anthropic,
     host: 'api.anthropic.test',
     model: (fetch) =>
-      new ChatAnthropic({ model: 'claude-sonnet-4-5', apiKey, maxRetries: 0, clientOptions: { baseURL: 'https://api.anthropic.test', fetch } }),
+      new ChatAnthropic({
+        model: 'claude-sonnet-4-5',
+        apiKey,
+        maxRetries: 0,
+        clientOptions: { baseURL: 'https://api.anthropic.test', fetch },
+      }),
   },
 ];
 
@@ -89,7 +110,11 @@ const tools = [readTool, writeTool];
  * The agent loop a withContextGuard user writes: call the bound model (`invoke`, or `stream` and
  * concatenate the chunks), run its tool calls, call again.
  */
-async function toolLoop(model: ReturnType<typeof withContextGuard>, streaming: boolean, maxSteps = 30): Promise<BaseMessage[]> {
+async function toolLoop(
+  model: ReturnType<typeof withContextGuard>,
+  streaming: boolean,
+  maxSteps = 30,
+): Promise<BaseMessage[]> {
   const bound = model.bindTools(tools);
   const messages: BaseMessage[] = [new SystemMessage(SYSTEM), new HumanMessage(REQUEST)];
   const config = { configurable: { thread_id: 'wire' } };
@@ -115,13 +140,24 @@ async function toolLoop(model: ReturnType<typeof withContextGuard>, streaming: b
  * `stream`, which makes the provider package request SSE. (A model built with `streaming: true`
  * would do too, but ChatOpenAI then estimates its usage with tiktoken, fetched from the network.)
  */
-async function run(target: Target, style: Style, streaming: boolean, options: { fake: FakeOptions; guardWindow?: number }): Promise<Run> {
+async function run(
+  target: Target,
+  style: Style,
+  streaming: boolean,
+  options: { fake: FakeOptions; guardWindow?: number },
+): Promise<Run> {
   const fake = new FakeProvider(target.dialect, target.host, options.fake);
   const watched = watch(fake);
   const base = target.model(fake.fetch);
   const guard = { contextWindow: options.guardWindow ?? WINDOW, onEvent: watched.onEvent };
-  if (style === 'withContextGuard') return { ...watched, messages: await toolLoop(withContextGuard(base, guard), streaming) };
-  const agent = createAgent({ model: base, tools, systemPrompt: SYSTEM, middleware: [contextGuardMiddleware(guard)] }) as unknown as {
+  if (style === 'withContextGuard')
+    return { ...watched, messages: await toolLoop(withContextGuard(base, guard), streaming) };
+  const agent = createAgent({
+    model: base,
+    tools,
+    systemPrompt: SYSTEM,
+    middleware: [contextGuardMiddleware(guard)],
+  }) as unknown as {
     invoke(input: unknown, config: unknown): Promise<{ messages: BaseMessage[] }>;
     stream(input: unknown, config: unknown): Promise<AsyncIterable<[string, unknown]>>;
   };
@@ -157,19 +193,23 @@ const styles: Style[] = ['contextGuardMiddleware', 'withContextGuard'];
 
 describe.each(targets)('$name through LangChain', (target) => {
   describe.each(styles)('createAgent with %s', (style) => {
-    it.each([false, true])('streaming %s: a loop over several windows fits, pairs, keeps the request, is billed as planned', async (streaming) => {
-      const r = await run(target, style, streaming, { fake: { window: WINDOW, reply: readerScript(12) } });
-      expect(r.messages.at(-1)?.text).toBe('done');
-      expect(r.fake.agentCalls()).toHaveLength(13);
-      // JSON or SSE, as asked.
-      for (const call of r.fake.agentCalls()) expect(call.stream).toBe(streaming);
-      // The long step was clipped in the prompt after it (a hard fit), and that clip reached the provider.
-      expect(r.hardFits.length).toBeGreaterThanOrEqual(1);
-      expectEveryRequestSound(r);
-      for (const call of r.fake.calls) expect(itemsNotAsStored(call, r.fake.store), `request ${call.index}`).toEqual([]);
-      expectUsageAsReported(r);
-      expect(r.events.of('error')).toEqual([]);
-    });
+    it.each([false, true])(
+      'streaming %s: a loop over several windows fits, pairs, keeps the request, is billed as planned',
+      async (streaming) => {
+        const r = await run(target, style, streaming, { fake: { window: WINDOW, reply: readerScript(12) } });
+        expect(r.messages.at(-1)?.text).toBe('done');
+        expect(r.fake.agentCalls()).toHaveLength(13);
+        // JSON or SSE, as asked.
+        for (const call of r.fake.agentCalls()) expect(call.stream).toBe(streaming);
+        // The long step was clipped in the prompt after it (a hard fit), and that clip reached the provider.
+        expect(r.hardFits.length).toBeGreaterThanOrEqual(1);
+        expectEveryRequestSound(r);
+        for (const call of r.fake.calls)
+          expect(itemsNotAsStored(call, r.fake.store), `request ${call.index}`).toEqual([]);
+        expectUsageAsReported(r);
+        expect(r.events.of('error')).toEqual([]);
+      },
+    );
   });
 });
 
@@ -177,7 +217,9 @@ describe('ChatOpenAI with the Responses API: an edited answer is not re-sent as 
   it.each(styles)('%s: the clipped answer goes by its content, under no stored id', async (style) => {
     const target = targets.find((t) => t.dialect === openaiResponses)!;
     const r = await run(target, style, false, { fake: { window: WINDOW, reply: readerScript(6) } });
-    const long = [...r.fake.store.entries()].find(([, item]) => JSON.stringify(item).includes(LONG_ANSWER.slice(0, 200)))?.[0];
+    const long = [...r.fake.store.entries()].find(([, item]) =>
+      JSON.stringify(item).includes(LONG_ANSWER.slice(0, 200)),
+    )?.[0];
     expect(long).toMatch(/^msg_/);
     for (const call of r.fake.agentCalls()) {
       const ids = ((call.body['input'] ?? []) as Item[]).map((i) => i['id']);
@@ -186,7 +228,8 @@ describe('ChatOpenAI with the Responses API: an edited answer is not re-sent as 
     // The request after the long answer carries it, clipped, by content.
     expect(r.fake.agentCalls().some((c) => JSON.stringify(c.body).includes(LONG_ANSWER.slice(0, 200)))).toBe(true);
     // Unedited answers still go as their stored output (ids and all).
-    const storedMessageSent = (c: WireCall) => ((c.body['input'] ?? []) as Item[]).some((i) => String(i['id']).startsWith('msg_'));
+    const storedMessageSent = (c: WireCall) =>
+      ((c.body['input'] ?? []) as Item[]).some((i) => String(i['id']).startsWith('msg_'));
     expect(r.fake.agentCalls().some(storedMessageSent)).toBe(true);
     expectEveryRequestSound(r);
     expectUsageAsReported(r);
@@ -195,10 +238,16 @@ describe('ChatOpenAI with the Responses API: an edited answer is not re-sent as 
 
 describe.each(targets)('$name through LangChain: an overflow the guard did not foresee', (target) => {
   const cases = styles.flatMap((style) => [false, true].map((streaming) => [style, streaming] as const));
-  it.each(cases)('%s, streaming %s: recovered with exactly one compacted retry per rejection', async (style, streaming) => {
-    // The guard believes the window is 12k; the provider's is 6k: prompts between the two are rejected.
-    const r = await run(target, style, streaming, { guardWindow: 12_000, fake: { window: 6_000, reply: plainScript(12) } });
-    expect(r.messages.at(-1)?.text).toBe('done');
-    expectOverflowRecovered(r, 6_000);
-  });
+  it.each(cases)(
+    '%s, streaming %s: recovered with exactly one compacted retry per rejection',
+    async (style, streaming) => {
+      // The guard believes the window is 12k; the provider's is 6k: prompts between the two are rejected.
+      const r = await run(target, style, streaming, {
+        guardWindow: 12_000,
+        fake: { window: 6_000, reply: plainScript(12) },
+      });
+      expect(r.messages.at(-1)?.text).toBe('done');
+      expectOverflowRecovered(r, 6_000);
+    },
+  );
 });

@@ -4,7 +4,7 @@
 // total), and their real rejections: the context-length errors (Chat Completions reports the count,
 // "N in the messages, M in the functions"; Responses does not), the tool-pairing 400s, and
 // Responses' "Item with id … not found" for a reference to an item it never stored.
-import { json, sse, type Dialect, type ReadRequest, type ReportedUsage, type Turn } from './fake-provider.ts';
+import { json, sse, type Dialect, type ReadRequest, type ReportedUsage } from './fake-provider.ts';
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -16,8 +16,13 @@ function textOf(content: unknown): string {
   return content.map((p) => (isObj(p) && typeof p['text'] === 'string' ? p['text'] : '')).join('');
 }
 
-function openaiError(problem: { status: number; message: string; param?: string }, code: string | null = null): Response {
-  return json(problem.status, { error: { message: problem.message, type: 'invalid_request_error', param: problem.param ?? null, code } });
+function openaiError(
+  problem: { status: number; message: string; param?: string },
+  code: string | null = null,
+): Response {
+  return json(problem.status, {
+    error: { message: problem.message, type: 'invalid_request_error', param: problem.param ?? null, code },
+  });
 }
 
 function contextError(problem: { status: number; message: string; param?: string; rejection: string }): Response {
@@ -35,7 +40,10 @@ export const openaiChat: Dialect = {
 
   read(_url, body): ReadRequest {
     const messages = (Array.isArray(body['messages']) ? body['messages'] : []) as Obj[];
-    const system = messages.filter((m) => m['role'] === 'system' || m['role'] === 'developer').map((m) => textOf(m['content'])).join('\n');
+    const system = messages
+      .filter((m) => m['role'] === 'system' || m['role'] === 'developer')
+      .map((m) => textOf(m['content']))
+      .join('\n');
     const users = messages.filter((m) => m['role'] === 'user');
     const problems: ReadRequest['problems'] = [];
     // An assistant message with tool calls must be followed by a tool message for each call; a tool
@@ -61,7 +69,8 @@ export const openaiChat: Dialect = {
             rejection: 'pairing',
             status: 400,
             param: `messages.[${i}].role`,
-            message: "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
+            message:
+              "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
           });
         }
         return;
@@ -106,7 +115,12 @@ export const openaiChat: Dialect = {
       completion_tokens: usage.output,
       total_tokens: usage.total + usage.output,
       prompt_tokens_details: { cached_tokens: usage.cached, audio_tokens: 0 },
-      completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+      completion_tokens_details: {
+        reasoning_tokens: 0,
+        audio_tokens: 0,
+        accepted_prediction_tokens: 0,
+        rejected_prediction_tokens: 0,
+      },
     };
     if (!stream) {
       return json(200, {
@@ -136,15 +150,22 @@ export const openaiChat: Dialect = {
     const chunk = (choices: unknown[], extra: Obj = {}) => ({
       data: { id, object: 'chat.completion.chunk', created, model, system_fingerprint: 'fp_fake', choices, ...extra },
     });
-    const delta = (d: Obj, finish_reason: string | null = null) => chunk([{ index: 0, delta: d, logprobs: null, finish_reason }]);
+    const delta = (d: Obj, finish_reason: string | null = null) =>
+      chunk([{ index: 0, delta: d, logprobs: null, finish_reason }]);
     const events = [delta({ role: 'assistant', content: '', refusal: null })];
     if (turn.text) for (const piece of halves(turn.text)) events.push(delta({ content: piece }));
     calls.forEach((c, index) => {
-      events.push(delta({ tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.function.name, arguments: '' } }] }));
-      for (const piece of halves(c.function.arguments)) events.push(delta({ tool_calls: [{ index, function: { arguments: piece } }] }));
+      events.push(
+        delta({
+          tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.function.name, arguments: '' } }],
+        }),
+      );
+      for (const piece of halves(c.function.arguments))
+        events.push(delta({ tool_calls: [{ index, function: { arguments: piece } }] }));
     });
     events.push(delta({}, finish));
-    if ((body['stream_options'] as Obj | undefined)?.['include_usage'] === true) events.push(chunk([], { usage: wireUsage }));
+    if ((body['stream_options'] as Obj | undefined)?.['include_usage'] === true)
+      events.push(chunk([], { usage: wireUsage }));
     return sse([...events, { data: '[DONE]' }]);
   },
 };
@@ -160,7 +181,10 @@ function halves(text: string): string[] {
 // ---------------------------------------------------------------------------------------------
 
 /** The input with every `item_reference` replaced by the item it names; unknown ids are listed. */
-function expand(input: Obj[], store: ReadonlyMap<string, unknown>): { items: Obj[]; references: string[]; missing: string[] } {
+function expand(
+  input: Obj[],
+  store: ReadonlyMap<string, unknown>,
+): { items: Obj[]; references: string[]; missing: string[] } {
   const references: string[] = [];
   const missing: string[] = [];
   const items = input.map((item) => {
@@ -178,7 +202,8 @@ export const openaiResponses: Dialect = {
   name: 'openai-responses',
 
   read(_url, body, store): ReadRequest {
-    const input = typeof body['input'] === 'string' ? [{ role: 'user', content: body['input'] }] : ((body['input'] ?? []) as Obj[]);
+    const input =
+      typeof body['input'] === 'string' ? [{ role: 'user', content: body['input'] }] : ((body['input'] ?? []) as Obj[]);
     const { items, references, missing } = expand(input, store);
     const instructions = typeof body['instructions'] === 'string' ? body['instructions'] : '';
     const systemItems = items.filter((i) => i['role'] === 'system' || i['role'] === 'developer');
@@ -227,7 +252,11 @@ export const openaiResponses: Dialect = {
     const model = String(body['model']);
     const output: Obj[] = [];
     if (turn.reasoning !== undefined) {
-      output.push({ type: 'reasoning', id: ids.next('rs_'), summary: [{ type: 'summary_text', text: turn.reasoning }] });
+      output.push({
+        type: 'reasoning',
+        id: ids.next('rs_'),
+        summary: [{ type: 'summary_text', text: turn.reasoning }],
+      });
     }
     if (turn.text !== undefined) {
       const content = [{ type: 'output_text', text: turn.text, annotations: [], logprobs: [] }];
@@ -277,7 +306,8 @@ export const openaiResponses: Dialect = {
     if (!stream) return json(200, response('completed', output, usage));
     let seq = 0;
     const events: Array<{ event: string; data: Obj }> = [];
-    const emit = (type: string, data: Obj) => events.push({ event: type, data: { type, sequence_number: seq++, ...data } });
+    const emit = (type: string, data: Obj) =>
+      events.push({ event: type, data: { type, sequence_number: seq++, ...data } });
     emit('response.created', { response: response('in_progress', [], undefined) });
     emit('response.in_progress', { response: response('in_progress', [], undefined) });
     output.forEach((item, output_index) => {
@@ -286,14 +316,21 @@ export const openaiResponses: Dialect = {
         const text = String(((item['content'] as Obj[])[0] as Obj)['text']);
         emit('response.output_item.added', { output_index, item: { ...item, status: 'in_progress', content: [] } });
         const at = { item_id: itemId, output_index, content_index: 0 };
-        emit('response.content_part.added', { ...at, part: { type: 'output_text', annotations: [], logprobs: [], text: '' } });
+        emit('response.content_part.added', {
+          ...at,
+          part: { type: 'output_text', annotations: [], logprobs: [], text: '' },
+        });
         for (const delta of halves(text)) emit('response.output_text.delta', { ...at, delta, logprobs: [] });
         emit('response.output_text.done', { ...at, text, logprobs: [] });
-        emit('response.content_part.done', { ...at, part: { type: 'output_text', annotations: [], logprobs: [], text } });
+        emit('response.content_part.done', {
+          ...at,
+          part: { type: 'output_text', annotations: [], logprobs: [], text },
+        });
       } else if (item['type'] === 'function_call') {
         const args = String(item['arguments']);
         emit('response.output_item.added', { output_index, item: { ...item, status: 'in_progress', arguments: '' } });
-        for (const delta of halves(args)) emit('response.function_call_arguments.delta', { item_id: itemId, output_index, delta });
+        for (const delta of halves(args))
+          emit('response.function_call_arguments.delta', { item_id: itemId, output_index, delta });
         emit('response.function_call_arguments.done', { item_id: itemId, output_index, arguments: args });
       } else {
         const summary = item['summary'] as Obj[];

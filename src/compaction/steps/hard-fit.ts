@@ -43,7 +43,10 @@ function shrinkToolOutputs(w: Work): void {
   for (let round = 0; round < 3 && !w.under(); round++) {
     const results = w.toolResults();
     const excess = (w.cur.tokens - w.settings.target) / w.p.tokensPerChar;
-    const level = levelWithMarkers(results.map((r) => outputChars(r.part)), excess);
+    const level = levelWithMarkers(
+      results.map((r) => outputChars(r.part)),
+      excess,
+    );
     let changed = false;
     for (const { part, key } of results) {
       const current = w.memo.tools[key];
@@ -66,8 +69,15 @@ export function replaceMediaUntil(w: Work, aim: number, which: (origin: number) 
   for (let i = 0; i < messages.length && excess > 0; i++) {
     const o = origin[i] ?? -1;
     const content = messages[i]?.content;
-    if (o < 0 || !which(o) || !Array.isArray(content) || (messages[i]?.role !== 'user' && messages[i]?.role !== 'assistant')) continue;
-    const isMedia = (x: unknown) => (x as { type?: unknown })?.type === 'image' || (x as { type?: unknown })?.type === 'file';
+    if (
+      o < 0 ||
+      !which(o) ||
+      !Array.isArray(content) ||
+      (messages[i]?.role !== 'user' && messages[i]?.role !== 'assistant')
+    )
+      continue;
+    const isMedia = (x: unknown) =>
+      (x as { type?: unknown })?.type === 'image' || (x as { type?: unknown })?.type === 'file';
     // What one part costs is what the message's media cost shared out: good enough to stop early.
     const each = (w.cur.entries[i]?.mediaTokens ?? 0) / Math.max(1, content.filter(isMedia).length);
     for (let j = 0; j < content.length && excess > 0; j++) {
@@ -96,7 +106,10 @@ function clipMessagesOf(w: Work, which: (message: GuardMessage, origin: number) 
       candidates.push({ index: i, chars: w.cur.entries[i]?.chars ?? 0 });
     });
     const excess = (w.cur.tokens - w.settings.target) / w.p.tokensPerChar;
-    const level = levelWithMarkers(candidates.map((c) => c.chars), excess);
+    const level = levelWithMarkers(
+      candidates.map((c) => c.chars),
+      excess,
+    );
     let changed = false;
     for (const c of candidates) {
       const key = String(w.p.hashOf(w.cur.view.origin[c.index] as number));

@@ -64,7 +64,8 @@ function fitRequest(w: Work): boolean {
   let chars = textLength(w.p.input[request] as GuardMessage);
   for (let round = 0; round < 6 && w.cur.tokens > w.p.threshold && chars > MIN_KEPT_CHARS; round++) {
     const requestTokens = w.messageTokens(w.cur.view.origin.indexOf(request));
-    const keepShare = requestTokens > 0 ? Math.max(0, (requestTokens - (w.cur.tokens - w.p.threshold)) / requestTokens) : 0;
+    const keepShare =
+      requestTokens > 0 ? Math.max(0, (requestTokens - (w.cur.tokens - w.p.threshold)) / requestTokens) : 0;
     chars = Math.max(MIN_KEPT_CHARS, Math.floor(chars * keepShare * 0.95) - 100);
     w.memo.requestClip = { index: request, chars };
     w.cur = w.render();

@@ -42,10 +42,14 @@ function replaceOld(w: Work, options: PruneSettings): void {
   const candidates = w.toolResults().filter(
     // Errors are small and say what went wrong: they are kept for the summary.
     ({ part, index, key }) =>
-      index < protectedFrom && !isProtectedTool(part.toolName, options.neverPrune) && w.memo.tools[key] !== PLACEHOLDER && !toolOutputText(part.output).isError,
+      index < protectedFrom &&
+      !isProtectedTool(part.toolName, options.neverPrune) &&
+      w.memo.tools[key] !== PLACEHOLDER &&
+      !toolOutputText(part.output).isError,
   );
   const saving = (part: (typeof candidates)[number]['part']) =>
-    Math.max(0, outputChars(part) - String((placeholderOutput(part) as { value: string }).value).length) * w.p.tokensPerChar;
+    Math.max(0, outputChars(part) - String((placeholderOutput(part) as { value: string }).value).length) *
+    w.p.tokensPerChar;
   const need = w.cur.tokens - w.settings.target;
   if (candidates.reduce((n, c) => n + saving(c.part), 0) < need) return;
   // Oldest first, until the target is reached: one batch, so the next calls do not prune again.

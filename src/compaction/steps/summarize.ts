@@ -4,9 +4,22 @@
 // the first user request when small (keep-recent), the recent tail (keep-recent), and the latest
 // request, which is never summarized: when the cut passes it, it is sent whole after the summary.
 import type { GuardMessage } from '../../messages.ts';
-import { extractFileOps, parseFileOpsFooter, renderFileOpsFooter, stripFileOpsFooter, type FileOps } from '../file-ops.ts';
+import {
+  extractFileOps,
+  parseFileOpsFooter,
+  renderFileOpsFooter,
+  stripFileOpsFooter,
+  type FileOps,
+} from '../file-ops.ts';
 import { renderView } from '../memo.ts';
-import { continuationNote, isContinuation, isOwnMessage, rememberOwn, summaryBodyOf, summaryMessage } from '../placement.ts';
+import {
+  continuationNote,
+  isContinuation,
+  isOwnMessage,
+  rememberOwn,
+  summaryBodyOf,
+  summaryMessage,
+} from '../placement.ts';
 import { leadingSystemCount, unitsOf, type Unit } from '../structure.ts';
 import type { CompactionStep } from '../types.ts';
 import type { Work } from '../work.ts';
@@ -38,7 +51,10 @@ function chooseCut(w: Work): { from: number; cut: number } | undefined {
   if (s.retention === 'keep-recent') {
     let conversation = 0;
     for (let i = from; i < messages.length; i++) conversation += w.messageTokens(i);
-    let budget = Math.min(s.keepRecentTokens, Math.max(0, s.target - (w.cur.tokens - conversation) - s.maxSummaryTokens));
+    let budget = Math.min(
+      s.keepRecentTokens,
+      Math.max(0, s.target - (w.cur.tokens - conversation) - s.maxSummaryTokens),
+    );
     if (w.p.reason === 'manual') budget = Math.min(budget, conversation / 2);
     const unitTokens = (u: Unit) => {
       let t = 0;
@@ -85,7 +101,8 @@ function gather(w: Work, from: number, cut: number): Gathered {
   // A request an earlier summary sent after itself is an old message once a newer one came: it is
   // summarized with the rest (first: it came before them).
   const earlierRequest = memo.summary?.request;
-  if (earlierRequest !== undefined && earlierRequest !== request && p.input[earlierRequest]) g.toSummarize.push(p.input[earlierRequest] as GuardMessage);
+  if (earlierRequest !== undefined && earlierRequest !== request && p.input[earlierRequest])
+    g.toSummarize.push(p.input[earlierRequest] as GuardMessage);
   for (let i = from; i < cut; i++) {
     const m = messages[i] as GuardMessage;
     const o = origin[i] ?? -1;
@@ -104,7 +121,12 @@ function gather(w: Work, from: number, cut: number): Gathered {
     }
     // A continuation the guard wrote stands for a request that is in the history anyway.
     if (isContinuation(m) && o !== request && isOwnMessage(m, own)) continue;
-    if (s.retention === 'keep-recent' && s.keepFirstUserMessage && o === firstUser && w.messageTokens(i) <= Math.min(s.keepRecentTokens / 2, s.target / 10)) {
+    if (
+      s.retention === 'keep-recent' &&
+      s.keepFirstUserMessage &&
+      o === firstUser &&
+      w.messageTokens(i) <= Math.min(s.keepRecentTokens / 2, s.target / 10)
+    ) {
       g.keep.push(o);
       continue;
     }
@@ -124,7 +146,12 @@ async function writeSummary(w: Work, cut: number, g: Gathered): Promise<Compacti
   // is for the summary's framing); to keep the start of every user message it may grow further,
   // up to the threshold.
   const rest = w.cur.tokens - g.summarizedTokens;
-  const outcome = await p.summarize(g.toSummarize, g.previousSummary, 0.75 * (s.target - rest) - 200 * p.tokensPerChar, 0.85 * (p.threshold - rest) - 200 * p.tokensPerChar);
+  const outcome = await p.summarize(
+    g.toSummarize,
+    g.previousSummary,
+    0.75 * (s.target - rest) - 200 * p.tokensPerChar,
+    0.85 * (p.threshold - rest) - 200 * p.tokensPerChar,
+  );
   stats.extended = outcome.extended === true;
   const extracted = s.fileOps ? extractFileOps(g.toSummarize, s.fileOps, g.previousFileOps) : undefined;
   // Paths are the conversation's words too: a clone URL may carry credentials.
@@ -135,7 +162,8 @@ async function writeSummary(w: Work, cut: number, g: Gathered): Promise<Compacti
 
   // The request is still in place when it is kept or in the tail; otherwise it is sent right after
   // the summary, whole, with a note telling the model to go on with it.
-  const requestKept = request < 0 || g.keep.includes(request) || (cut < messages.length && request >= (origin[cut] ?? Infinity));
+  const requestKept =
+    request < 0 || g.keep.includes(request) || (cut < messages.length && request >= (origin[cut] ?? Infinity));
   const inserted: GuardMessage[] = [summaryMessage(body)];
   const after = requestKept ? [] : [continuationNote()];
   memo.own = rememberOwn(memo.own, [...inserted, ...after]);

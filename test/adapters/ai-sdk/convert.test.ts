@@ -79,7 +79,14 @@ function checkOutput(output: Obj, version: 3 | 4): void {
 function checkPrompt(prompt: readonly unknown[], version: 3 | 4): void {
   const allowed: Record<string, string[]> = {
     user: ['text', 'file'],
-    assistant: ['text', 'file', 'reasoning', 'tool-call', 'tool-result', ...(version === 4 ? ['custom', 'reasoning-file'] : [])],
+    assistant: [
+      'text',
+      'file',
+      'reasoning',
+      'tool-call',
+      'tool-result',
+      ...(version === 4 ? ['custom', 'reasoning-file'] : []),
+    ],
     tool: ['tool-result', 'tool-approval-response'],
   };
   for (const message of prompt as Obj[]) {
@@ -96,7 +103,10 @@ function checkPrompt(prompt: readonly unknown[], version: 3 | 4): void {
       if (part.type === 'file' || part.type === 'reasoning-file') {
         expect(typeof part.mediaType).toBe('string');
         if (version === 4) checkV4FileData(part.data as Obj);
-        else expect(typeof part.data === 'string' || part.data instanceof Uint8Array || part.data instanceof URL).toBe(true);
+        else
+          expect(typeof part.data === 'string' || part.data instanceof Uint8Array || part.data instanceof URL).toBe(
+            true,
+          );
       }
       if (part.type === 'tool-call') expect(typeof part.toolCallId).toBe('string');
       if (part.type === 'tool-result') checkOutput(part.output as Obj, version);
@@ -119,10 +129,23 @@ function everyPartV4(): LanguageModelV4Prompt {
         { type: 'file', data: { type: 'data', data: PNG }, mediaType: 'image/png', providerOptions: other },
         { type: 'file', data: { type: 'url', url: new URL('https://example.com/cat.jpg') }, mediaType: 'image' },
         { type: 'file', data: { type: 'data', data: PDF }, mediaType: 'application/pdf', filename: 'report.pdf' },
-        { type: 'file', data: { type: 'url', url: new URL('https://example.com/doc.pdf') }, mediaType: 'application/pdf' },
+        {
+          type: 'file',
+          data: { type: 'url', url: new URL('https://example.com/doc.pdf') },
+          mediaType: 'application/pdf',
+        },
         { type: 'file', data: { type: 'reference', reference: { openai: 'file-abc' } }, mediaType: 'application/pdf' },
-        { type: 'file', data: { type: 'text', text: 'notes.txt says hello' }, mediaType: 'text/plain', filename: 'notes.txt' },
-        { type: 'file', data: { type: 'data', data: new Uint8Array([1, 2, 3]) }, mediaType: 'application/octet-stream' },
+        {
+          type: 'file',
+          data: { type: 'text', text: 'notes.txt says hello' },
+          mediaType: 'text/plain',
+          filename: 'notes.txt',
+        },
+        {
+          type: 'file',
+          data: { type: 'data', data: new Uint8Array([1, 2, 3]) },
+          mediaType: 'application/octet-stream',
+        },
       ],
       providerOptions: cache,
     },
@@ -143,7 +166,13 @@ function everyPartV4(): LanguageModelV4Prompt {
     {
       role: 'tool',
       content: [
-        { type: 'tool-result', toolCallId: 'c1', toolName: 'read', output: { type: 'text', value: 'x'.repeat(500) }, providerOptions: cache },
+        {
+          type: 'tool-result',
+          toolCallId: 'c1',
+          toolName: 'read',
+          output: { type: 'text', value: 'x'.repeat(500) },
+          providerOptions: cache,
+        },
         {
           type: 'tool-result',
           toolCallId: 'c2',
@@ -153,7 +182,12 @@ function everyPartV4(): LanguageModelV4Prompt {
             value: [
               { type: 'text', text: 'a screenshot' },
               { type: 'file', data: { type: 'data', data: PNG }, mediaType: 'image/png', providerOptions: other },
-              { type: 'file', data: { type: 'url', url: new URL('https://example.com/log.pdf') }, mediaType: 'application/pdf', filename: 'log.pdf' },
+              {
+                type: 'file',
+                data: { type: 'url', url: new URL('https://example.com/log.pdf') },
+                mediaType: 'application/pdf',
+                filename: 'log.pdf',
+              },
               { type: 'file', data: { type: 'reference', reference: { anthropic: 'file_1' } }, mediaType: 'image' },
               { type: 'file', data: { type: 'text', text: 'inline' }, mediaType: 'text/plain' },
               { type: 'custom', providerOptions: { openai: { x: 1 } } },
@@ -195,7 +229,11 @@ describe('V4 prompt → guard messages', () => {
     expect(user[2]).toEqual({ type: 'image', image: 'https://example.com/cat.jpg', mediaType: 'image' });
     expect(user[3]).toEqual({ type: 'file', data: PDF, mediaType: 'application/pdf', filename: 'report.pdf' });
     expect(user[4]).toEqual({ type: 'file', data: 'https://example.com/doc.pdf', mediaType: 'application/pdf' });
-    expect(user[5]).toMatchObject({ type: 'file', data: expect.stringMatching(/^[a-z-]+:.*file-abc/), mediaType: 'application/pdf' });
+    expect(user[5]).toMatchObject({
+      type: 'file',
+      data: expect.stringMatching(/^[a-z-]+:.*file-abc/),
+      mediaType: 'application/pdf',
+    });
     expect(user[6]).toEqual({ type: 'text', text: 'notes.txt says hello' });
     const assistant = partsOf(messages[2]!);
     expect(assistant[1]).toEqual({ type: 'image', image: PNG, mediaType: 'image/png' });
@@ -203,7 +241,12 @@ describe('V4 prompt → guard messages', () => {
     const items = (partsOf(messages[3]!)[1]!.output as { value: Obj[] }).value;
     expect(items[0]).toEqual({ type: 'text', text: 'a screenshot' });
     expect(items[1]).toEqual({ type: 'image-data', data: PNG, mediaType: 'image/png', providerOptions: other });
-    expect(items[2]).toEqual({ type: 'file-data', data: 'https://example.com/log.pdf', mediaType: 'application/pdf', filename: 'log.pdf' });
+    expect(items[2]).toEqual({
+      type: 'file-data',
+      data: 'https://example.com/log.pdf',
+      mediaType: 'application/pdf',
+      filename: 'log.pdf',
+    });
     expect(items[3]).toMatchObject({ type: 'image-data', mediaType: 'image/*' });
     expect(items[4]).toEqual({ type: 'text', text: 'inline' });
     expect(items[5]).toBe((partsOf(prompt[3]!)[1]!.output as { value: Obj[] }).value[5]);
@@ -231,7 +274,9 @@ describe('guard messages → V4 prompt', () => {
   it('keeps the original parts of a message the guard copied', () => {
     const prompt = everyPartV4();
     const converted = toGuardMessages(prompt);
-    const copies = converted.messages.map((m) => ({ ...m, content: Array.isArray(m.content) ? [...m.content] : m.content }) as GuardMessage);
+    const copies = converted.messages.map(
+      (m) => ({ ...m, content: Array.isArray(m.content) ? [...m.content] : m.content }) as GuardMessage,
+    );
     const back = fromGuardMessages(copies, converted);
     back.forEach((m, i) => {
       expect(m).toEqual(prompt[i]);
@@ -258,18 +303,33 @@ describe('guard messages → V4 prompt', () => {
     const [tool] = back as Array<Extract<LanguageModelV4Message, { role: 'tool' }>>;
     expect(tool!.providerOptions).toBe(cache);
     const [read, shot, approval] = tool!.content;
-    expect(read).toMatchObject({ type: 'tool-result', toolCallId: 'c1', output: { type: 'text' }, providerOptions: cache });
-    expect(shot).toMatchObject({ type: 'tool-result', toolCallId: 'c2', output: { type: 'text', value: expect.stringContaining('removed') } });
+    expect(read).toMatchObject({
+      type: 'tool-result',
+      toolCallId: 'c1',
+      output: { type: 'text' },
+      providerOptions: cache,
+    });
+    expect(shot).toMatchObject({
+      type: 'tool-result',
+      toolCallId: 'c2',
+      output: { type: 'text', value: expect.stringContaining('removed') },
+    });
     expect(approval).toBe(partsOf(prompt[3]!)[2]);
   });
 
   it('writes a clipped message with its media named, and keeps the parts it did not touch', () => {
     const prompt = everyPartV4();
     const converted = toGuardMessages(prompt);
-    const back = fromGuardMessages(converted.messages.map((m) => clipMessage(m, 100)), converted);
+    const back = fromGuardMessages(
+      converted.messages.map((m) => clipMessage(m, 100)),
+      converted,
+    );
     checkPrompt(back, 4);
     const user = partsOf(back[1]!);
-    expect(user[1]).toEqual({ type: 'text', text: expect.stringMatching(/^\[An image was .* to fit the context window/) });
+    expect(user[1]).toEqual({
+      type: 'text',
+      text: expect.stringMatching(/^\[An image was .* to fit the context window/),
+    });
     expect(back[1]!.providerOptions).toBe(cache);
     const assistant = partsOf(back[2]!);
     expect(assistant[2]).toBe(partsOf(prompt[2]!)[2]); // the custom part
@@ -279,14 +339,22 @@ describe('guard messages → V4 prompt', () => {
   it('writes an unanswered tool call as a text part', () => {
     const prompt: LanguageModelV4Prompt = [
       { role: 'user', content: [{ type: 'text', text: 'hi' }] },
-      { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c9', toolName: 'read', input: {} }], providerOptions: cache },
+      {
+        role: 'assistant',
+        content: [{ type: 'tool-call', toolCallId: 'c9', toolName: 'read', input: {} }],
+        providerOptions: cache,
+      },
     ];
     const converted = toGuardMessages(prompt);
     const repaired = repairToolPairing(converted.messages).messages;
     const back = fromGuardMessages(repaired, converted);
     checkPrompt(back, 4);
     expect(back[0]).toBe(prompt[0]);
-    expect(back[1]).toMatchObject({ role: 'assistant', content: [{ type: 'text', text: expect.stringContaining('c9') }], providerOptions: cache });
+    expect(back[1]).toMatchObject({
+      role: 'assistant',
+      content: [{ type: 'text', text: expect.stringContaining('c9') }],
+      providerOptions: cache,
+    });
   });
 
   it('converts guard media it did not make into tagged V4 file data', () => {
@@ -309,7 +377,12 @@ describe('guard messages → V4 prompt', () => {
     expect(partsOf(back[1]!)).toEqual([
       { type: 'file', data: { type: 'data', data: PNG }, mediaType: 'image', providerOptions: other },
       { type: 'file', data: { type: 'url', url: new URL('https://example.com/a.png') }, mediaType: 'image/png' },
-      { type: 'file', data: { type: 'url', url: new URL('https://example.com/b.pdf') }, mediaType: 'application/pdf', filename: 'b.pdf' },
+      {
+        type: 'file',
+        data: { type: 'url', url: new URL('https://example.com/b.pdf') },
+        mediaType: 'application/pdf',
+        filename: 'b.pdf',
+      },
       { type: 'file', data: { type: 'data', data: new Uint8Array([1]) }, mediaType: 'application/octet-stream' },
     ]);
   });
@@ -335,7 +408,9 @@ describe('guard messages → V4 prompt', () => {
     const tool = converted.messages[3]!;
     const rebuilt = partsOf(tool).map((p) => {
       const output = p.output as { type: string; value: unknown } | undefined;
-      return output?.type === 'content' ? { ...p, output: { ...output, value: (output.value as Obj[]).map((item) => ({ ...item })) } } : p;
+      return output?.type === 'content'
+        ? { ...p, output: { ...output, value: (output.value as Obj[]).map((item) => ({ ...item })) } }
+        : p;
     });
     const back = fromGuardMessages([{ ...tool, content: rebuilt } as unknown as GuardMessage], converted);
     checkPrompt(back, 4);
@@ -349,13 +424,30 @@ describe('guard messages → V4 prompt', () => {
   it('converts a conversation the guard compacted into a valid prompt that reuses what it kept', async () => {
     const prompt: LanguageModelV4Prompt = [
       { role: 'system', content: 'You are an agent.', providerOptions: cache },
-      { role: 'user', content: [{ type: 'text', text: 'Read everything.' }, { type: 'file', data: { type: 'data', data: PNG }, mediaType: 'image/png' }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Read everything.' },
+          { type: 'file', data: { type: 'data', data: PNG }, mediaType: 'image/png' },
+        ],
+      },
     ];
     for (let i = 0; i < 30; i++) {
-      prompt.push({ role: 'assistant', content: [{ type: 'tool-call', toolCallId: `c${i}`, toolName: 'read', input: { i } }] });
+      prompt.push({
+        role: 'assistant',
+        content: [{ type: 'tool-call', toolCallId: `c${i}`, toolName: 'read', input: { i } }],
+      });
       prompt.push({
         role: 'tool',
-        content: [{ type: 'tool-result', toolCallId: `c${i}`, toolName: 'read', output: { type: 'text', value: 'y'.repeat(3_000) }, providerOptions: cache }],
+        content: [
+          {
+            type: 'tool-result',
+            toolCallId: `c${i}`,
+            toolName: 'read',
+            output: { type: 'text', value: 'y'.repeat(3_000) },
+            providerOptions: cache,
+          },
+        ],
       });
     }
     const guard = createContextGuard({ contextWindow: 8_000 });
@@ -442,7 +534,12 @@ describe('V3 (ai 6) prompts', () => {
     expect(user[3]).toBe(partsOf(prompt[1]!)[3]);
     const items = (partsOf(messages[3]!)[0]!.output as { value: Obj[] }).value;
     expect(items[1]).toBe((partsOf(prompt[3]!)[0]!.output as { value: Obj[] }).value[1]);
-    expect(items[3]).toEqual({ type: 'image-data', data: 'https://example.com/x.png', mediaType: 'image/*', providerOptions: other });
+    expect(items[3]).toEqual({
+      type: 'image-data',
+      data: 'https://example.com/x.png',
+      mediaType: 'image/*',
+      providerOptions: other,
+    });
     expect(items[4]).toEqual({ type: 'file-data', data: 'https://example.com/y.pdf', mediaType: 'application/pdf' });
     expect(items[5]).toMatchObject({ type: 'file-data', mediaType: 'application/octet-stream' });
     expect(items[6]).toMatchObject({ type: 'image-data', mediaType: 'image/*' });
@@ -494,7 +591,12 @@ describe('toGuardTools', () => {
     inputSchema: { type: 'object', properties: { path: { type: 'string' } } },
     strict: true,
   };
-  const provider: LanguageModelV4ProviderTool = { type: 'provider', id: 'anthropic.web_search', name: 'web_search', args: { maxUses: 3 } };
+  const provider: LanguageModelV4ProviderTool = {
+    type: 'provider',
+    id: 'anthropic.web_search',
+    name: 'web_search',
+    args: { maxUses: 3 },
+  };
 
   it('keeps what is sent and counted: name, description and schema; a provider tool’s args', () => {
     expect(toGuardTools([fn, provider])).toEqual([
@@ -532,7 +634,12 @@ const fileData = fc.oneof(
 );
 const mediaType = fc.constantFrom('image/png', 'image', 'application/pdf', 'text/plain');
 const text = withOptions(fc.record({ type: fc.constant('text' as const), text: fc.string() }));
-const file = withOptions(fc.record({ type: fc.constant('file' as const), data: fileData, mediaType }, { requiredKeys: ['type', 'data', 'mediaType'] }));
+const file = withOptions(
+  fc.record(
+    { type: fc.constant('file' as const), data: fileData, mediaType },
+    { requiredKeys: ['type', 'data', 'mediaType'] },
+  ),
+);
 const output = fc.oneof(
   fc.record({ type: fc.constant('text' as const), value: fc.string() }),
   fc.record({ type: fc.constant('json' as const), value: fc.jsonValue() }),
@@ -540,18 +647,39 @@ const output = fc.oneof(
   fc.record({ type: fc.constant('execution-denied' as const), reason: fc.string() }),
   fc.record({
     type: fc.constant('content' as const),
-    value: fc.array(fc.oneof(text, withOptions(fc.record({ type: fc.constant('file' as const), data: fileData, mediaType })), fc.constant({ type: 'custom' as const }))),
+    value: fc.array(
+      fc.oneof(
+        text,
+        withOptions(fc.record({ type: fc.constant('file' as const), data: fileData, mediaType })),
+        fc.constant({ type: 'custom' as const }),
+      ),
+    ),
   }),
 );
 // Few call ids, so that the guard's edits (keyed by call id) hit some results.
 const callId = fc.constantFrom('a', 'b', 'c');
-const toolResult = withOptions(fc.record({ type: fc.constant('tool-result' as const), toolCallId: callId, toolName: fc.string(), output }));
+const toolResult = withOptions(
+  fc.record({ type: fc.constant('tool-result' as const), toolCallId: callId, toolName: fc.string(), output }),
+);
 const assistantPart = fc.oneof(
   text,
   file,
   withOptions(fc.record({ type: fc.constant('reasoning' as const), text: fc.string() })),
-  withOptions(fc.record({ type: fc.constant('reasoning-file' as const), data: fileData.filter((d) => d.type === 'data' || d.type === 'url'), mediaType })),
-  withOptions(fc.record({ type: fc.constant('tool-call' as const), toolCallId: callId, toolName: fc.string(), input: fc.jsonValue() })),
+  withOptions(
+    fc.record({
+      type: fc.constant('reasoning-file' as const),
+      data: fileData.filter((d) => d.type === 'data' || d.type === 'url'),
+      mediaType,
+    }),
+  ),
+  withOptions(
+    fc.record({
+      type: fc.constant('tool-call' as const),
+      toolCallId: callId,
+      toolName: fc.string(),
+      input: fc.jsonValue(),
+    }),
+  ),
   toolResult,
   fc.constant({ type: 'custom' as const, kind: 'openai.thing' as const }),
 );
@@ -562,7 +690,16 @@ const message: fc.Arbitrary<LanguageModelV4Message> = withOptions(
     fc.record({ role: fc.constant('assistant' as const), content: fc.array(assistantPart) }),
     fc.record({
       role: fc.constant('tool' as const),
-      content: fc.array(fc.oneof(toolResult, fc.record({ type: fc.constant('tool-approval-response' as const), approvalId: fc.string(), approved: fc.boolean() }))),
+      content: fc.array(
+        fc.oneof(
+          toolResult,
+          fc.record({
+            type: fc.constant('tool-approval-response' as const),
+            approvalId: fc.string(),
+            approved: fc.boolean(),
+          }),
+        ),
+      ),
     }),
   ),
 ) as fc.Arbitrary<LanguageModelV4Message>;
@@ -581,16 +718,24 @@ describe('property: V4 prompt → guard → V4', () => {
 
   it('gives valid V4 messages, with the original parts, after the guard’s edits', () => {
     fc.assert(
-      fc.property(fc.array(message, { maxLength: 8 }), fc.integer({ min: 1, max: 200 }), callId, (prompt, maxChars, prunedId) => {
-        const converted = toGuardMessages(prompt);
-        const edits = { [prunedId]: maxChars % 2 ? PLACEHOLDER : maxChars };
-        const edited = converted.messages.map((m) => clipMessage(applyToolEdits(m, edits), maxChars));
-        const back = fromGuardMessages(edited, converted);
-        checkPrompt(back, 4);
-        // A shallow copy of each message brings back exactly the original parts.
-        const copied = fromGuardMessages(converted.messages.map((m) => ({ ...m }) as GuardMessage), converted);
-        copied.forEach((m, i) => expect(m).toEqual(prompt[i]));
-      }),
+      fc.property(
+        fc.array(message, { maxLength: 8 }),
+        fc.integer({ min: 1, max: 200 }),
+        callId,
+        (prompt, maxChars, prunedId) => {
+          const converted = toGuardMessages(prompt);
+          const edits = { [prunedId]: maxChars % 2 ? PLACEHOLDER : maxChars };
+          const edited = converted.messages.map((m) => clipMessage(applyToolEdits(m, edits), maxChars));
+          const back = fromGuardMessages(edited, converted);
+          checkPrompt(back, 4);
+          // A shallow copy of each message brings back exactly the original parts.
+          const copied = fromGuardMessages(
+            converted.messages.map((m) => ({ ...m }) as GuardMessage),
+            converted,
+          );
+          copied.forEach((m, i) => expect(m).toEqual(prompt[i]));
+        },
+      ),
     );
   });
 });
@@ -604,11 +749,14 @@ function referencedOptions(n: number) {
   return {
     openai: { itemId: `msg_${n}`, phase: 'final_answer' },
     azure: { itemId: `msg_az_${n}` },
-    anthropic: { cacheControl: { type: 'ephemeral' }, citations: [{ type: 'web_search_result_location', encrypted_index: `e${n}` }] },
+    anthropic: {
+      cacheControl: { type: 'ephemeral' },
+      citations: [{ type: 'web_search_result_location', encrypted_index: `e${n}` }],
+    },
     google: { thoughtSignature: `ts_${n}` },
   };
 }
-const LONG = 'The build log says: ' + 'step ok; '.repeat(3_000);
+const LONG = `The build log says: ${'step ok; '.repeat(3_000)}`;
 
 /** A Responses-style history: a reasoning model's answer (reasoning + text + call), its result, a later answer. */
 function storedHistoryV4(): LanguageModelV4Prompt {
@@ -618,15 +766,33 @@ function storedHistoryV4(): LanguageModelV4Prompt {
     {
       role: 'assistant',
       content: [
-        { type: 'reasoning', text: 'I should read the log.', providerOptions: { openai: { itemId: 'rs_1', reasoningEncryptedContent: 'enc_1' } } },
+        {
+          type: 'reasoning',
+          text: 'I should read the log.',
+          providerOptions: { openai: { itemId: 'rs_1', reasoningEncryptedContent: 'enc_1' } },
+        },
         { type: 'text', text: LONG, providerOptions: referencedOptions(1) },
-        { type: 'tool-call', toolCallId: 'call_1', toolName: 'read', input: { path: 'log' }, providerOptions: { openai: { itemId: 'fc_1' }, google: { thoughtSignature: 'ts_call' } } },
+        {
+          type: 'tool-call',
+          toolCallId: 'call_1',
+          toolName: 'read',
+          input: { path: 'log' },
+          providerOptions: { openai: { itemId: 'fc_1' }, google: { thoughtSignature: 'ts_call' } },
+        },
       ],
       providerOptions: { anthropic: { cacheControl: { type: 'ephemeral' } } },
     },
     {
       role: 'tool',
-      content: [{ type: 'tool-result', toolCallId: 'call_1', toolName: 'read', output: { type: 'text', value: LONG }, providerOptions: { openai: { itemId: 'fco_1' } } }],
+      content: [
+        {
+          type: 'tool-result',
+          toolCallId: 'call_1',
+          toolName: 'read',
+          output: { type: 'text', value: LONG },
+          providerOptions: { openai: { itemId: 'fco_1' } },
+        },
+      ],
     },
     {
       role: 'assistant',
@@ -642,8 +808,13 @@ function storedHistoryV4(): LanguageModelV4Prompt {
 /** Every provider option key the prompt still carries, as `provider.key` per message and part. */
 function optionKeys(prompt: readonly { content: unknown; providerOptions?: unknown }[]): string[][] {
   const keys = (options: unknown) =>
-    Object.entries((options ?? {}) as Record<string, Obj>).flatMap(([provider, value]) => Object.keys(value).map((k) => `${provider}.${k}`));
-  return prompt.map((m) => [...keys(m.providerOptions), ...(Array.isArray(m.content) ? (m.content as Obj[]).flatMap((p) => keys(p.providerOptions)) : [])]);
+    Object.entries((options ?? {}) as Record<string, Obj>).flatMap(([provider, value]) =>
+      Object.keys(value).map((k) => `${provider}.${k}`),
+    );
+  return prompt.map((m) => [
+    ...keys(m.providerOptions),
+    ...(Array.isArray(m.content) ? (m.content as Obj[]).flatMap((p) => keys(p.providerOptions)) : []),
+  ]);
 }
 
 describe('an edit drops every provider reference to the original it changed', () => {
@@ -654,7 +825,10 @@ describe('an edit drops every provider reference to the original it changed', ()
     const [back] = fromGuardMessages([clipped], converted);
     const [reasoning, text, call] = partsOf(back!);
     expect(String(text!.text).length).toBeLessThan(3_000);
-    expect(text!.providerOptions).toEqual({ openai: { phase: 'final_answer' }, anthropic: { cacheControl: { type: 'ephemeral' } } });
+    expect(text!.providerOptions).toEqual({
+      openai: { phase: 'final_answer' },
+      anthropic: { cacheControl: { type: 'ephemeral' } },
+    });
     // The message's own options are not references (cache control): kept as they are.
     expect(back!.providerOptions).toEqual(prompt[2]!.providerOptions);
     // OpenAI's items of one response are bound together: the reasoning and the call lose their item
@@ -669,8 +843,20 @@ describe('an edit drops every provider reference to the original it changed', ()
       {
         role: 'assistant',
         content: [
-          { type: 'reasoning', text: LONG, providerOptions: { anthropic: { signature: 'sig' }, bedrock: { signature: 'bsig' }, google: { thoughtSignature: 't' } } },
-          { type: 'reasoning', text: LONG, providerOptions: { openai: { itemId: 'rs_9', reasoningEncryptedContent: 'enc' } } },
+          {
+            type: 'reasoning',
+            text: LONG,
+            providerOptions: {
+              anthropic: { signature: 'sig' },
+              bedrock: { signature: 'bsig' },
+              google: { thoughtSignature: 't' },
+            },
+          },
+          {
+            type: 'reasoning',
+            text: LONG,
+            providerOptions: { openai: { itemId: 'rs_9', reasoningEncryptedContent: 'enc' } },
+          },
           { type: 'reasoning', text: '', providerOptions: { anthropic: { redactedData: 'opaque' } } },
           { type: 'text', text: LONG, providerOptions: { anthropic: { type: 'compaction', signature: 'csig' } } },
         ],
@@ -707,7 +893,12 @@ describe('an edit drops every provider reference to the original it changed', ()
     const edited = converted.messages.map((m, i) => (i === 2 ? clipMessage(m, 2_000) : m));
     const back = fromGuardMessages(edited, converted);
     for (const i of [0, 1, 3, 4, 5]) expect(back[i]).toBe(prompt[i]);
-    expect(optionKeys(back)[2]).toEqual(['anthropic.cacheControl', 'openai.phase', 'anthropic.cacheControl', 'google.thoughtSignature']);
+    expect(optionKeys(back)[2]).toEqual([
+      'anthropic.cacheControl',
+      'openai.phase',
+      'anthropic.cacheControl',
+      'google.thoughtSignature',
+    ]);
   });
 
   it('a provider-executed call and its pruned result become text: the provider would send or check its stored original', () => {
@@ -716,14 +907,29 @@ describe('an edit drops every provider reference to the original it changed', ()
       {
         role: 'assistant',
         content: [
-          { type: 'tool-call', toolCallId: 'ws_1', toolName: 'web_search', input: { query: 'context windows' }, providerExecuted: true, providerOptions: { openai: { itemId: 'ws_1' } } },
-          { type: 'tool-result', toolCallId: 'ws_1', toolName: 'web_search', output: { type: 'json', value: [{ url: 'https://a.test', encryptedContent: 'x'.repeat(5_000) }] } },
+          {
+            type: 'tool-call',
+            toolCallId: 'ws_1',
+            toolName: 'web_search',
+            input: { query: 'context windows' },
+            providerExecuted: true,
+            providerOptions: { openai: { itemId: 'ws_1' } },
+          },
+          {
+            type: 'tool-result',
+            toolCallId: 'ws_1',
+            toolName: 'web_search',
+            output: { type: 'json', value: [{ url: 'https://a.test', encryptedContent: 'x'.repeat(5_000) }] },
+          },
           { type: 'text', text: 'Found it.' },
         ],
       },
     ];
     const converted = toGuardMessages(prompt);
-    const back = fromGuardMessages([converted.messages[0]!, applyToolEdits(converted.messages[1]!, { ws_1: PLACEHOLDER })], converted);
+    const back = fromGuardMessages(
+      [converted.messages[0]!, applyToolEdits(converted.messages[1]!, { ws_1: PLACEHOLDER })],
+      converted,
+    );
     expect(back[0]).toBe(prompt[0]);
     const parts = partsOf(back[1]!);
     expect(parts.map((p) => p.type)).toEqual(['text', 'text', 'text']);
@@ -739,7 +945,13 @@ describe('an edit drops every provider reference to the original it changed', ()
       {
         role: 'assistant',
         content: [
-          { type: 'tool-call', toolCallId: 'w1', toolName: 'write', input: { path: 'a.ts', content: LONG }, providerOptions: { google: { thoughtSignature: 'ts' } } },
+          {
+            type: 'tool-call',
+            toolCallId: 'w1',
+            toolName: 'write',
+            input: { path: 'a.ts', content: LONG },
+            providerOptions: { google: { thoughtSignature: 'ts' } },
+          },
           // A freeform (custom) tool takes a string: it stays one.
           { type: 'tool-call', toolCallId: 'p1', toolName: 'patch', input: LONG },
         ],
@@ -748,7 +960,12 @@ describe('an edit drops every provider reference to the original it changed', ()
     const converted = toGuardMessages(prompt);
     const [back] = fromGuardMessages([clipMessage(converted.messages[0]!, 2_000)], converted);
     const [write, patch] = partsOf(back!);
-    expect(write).toEqual({ type: 'tool-call', toolCallId: 'w1', toolName: 'write', input: { input: expect.stringContaining('a.ts') } });
+    expect(write).toEqual({
+      type: 'tool-call',
+      toolCallId: 'w1',
+      toolName: 'write',
+      input: { input: expect.stringContaining('a.ts') },
+    });
     expect(String((write!.input as Obj).input).length).toBeLessThan(3_000);
     expect(typeof patch!.input).toBe('string');
   });
@@ -759,6 +976,9 @@ describe('an edit drops every provider reference to the original it changed', ()
     const back = fromGuardMessagesV3([clipMessage(converted.messages[2]!, 2_000)], converted);
     const [reasoning, text] = partsOf(back[0]!);
     expect(reasoning!.providerOptions).toBeUndefined();
-    expect(text!.providerOptions).toEqual({ openai: { phase: 'final_answer' }, anthropic: { cacheControl: { type: 'ephemeral' } } });
+    expect(text!.providerOptions).toEqual({
+      openai: { phase: 'final_answer' },
+      anthropic: { cacheControl: { type: 'ephemeral' } },
+    });
   });
 });

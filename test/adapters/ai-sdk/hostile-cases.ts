@@ -12,7 +12,15 @@ import { describe, expect, it } from 'vitest';
 import type { ContextGuard, ContextGuardOptions, GuardMessage } from '../../../src/index.ts';
 import { pairingProblems } from '../../compaction/invariants.ts';
 import type { recorder } from '../../helpers.ts';
-import { arrayStream, fileText, isSummarizerCall, textOf, type CallOptions, type Received, type ScriptOptions } from './mock.ts';
+import {
+  arrayStream,
+  fileText,
+  isSummarizerCall,
+  textOf,
+  type CallOptions,
+  type Received,
+  type ScriptOptions,
+} from './mock.ts';
 
 type Mode = 'generate' | 'stream';
 
@@ -38,7 +46,13 @@ export interface Harness {
   /** One agent run; `system` is the SDK's own system option. Stream errors are thrown, as generate's are. */
   run(
     mode: Mode,
-    args: { model: unknown; system?: string; messages: unknown[]; tools?: 'read'; providerOptions?: Record<string, unknown> },
+    args: {
+      model: unknown;
+      system?: string;
+      messages: unknown[];
+      tools?: 'read';
+      providerOptions?: Record<string, unknown>;
+    },
   ): Promise<{ text: string; responseId?: string }>;
 }
 
@@ -51,26 +65,52 @@ function history(): unknown[] {
   const messages: unknown[] = [{ role: 'user', content: REQUEST }];
   for (let i = 0; i < 6; i++) {
     messages.push(
-      { role: 'assistant', content: [{ type: 'tool-call', toolCallId: `h${i}`, toolName: 'read', input: { path: `f${i}.ts` } }] },
-      { role: 'tool', content: [{ type: 'tool-result', toolCallId: `h${i}`, toolName: 'read', output: { type: 'text', value: fileText(`f${i}.ts`, 2_500) } }] },
+      {
+        role: 'assistant',
+        content: [{ type: 'tool-call', toolCallId: `h${i}`, toolName: 'read', input: { path: `f${i}.ts` } }],
+      },
+      {
+        role: 'tool',
+        content: [
+          {
+            type: 'tool-result',
+            toolCallId: `h${i}`,
+            toolName: 'read',
+            output: { type: 'text', value: fileText(`f${i}.ts`, 2_500) },
+          },
+        ],
+      },
     );
   }
   messages.push({ role: 'user', content: LATEST });
   return messages;
 }
 
-const OVERFLOW_MESSAGE = "This model's maximum context length is 8192 tokens. However, your messages resulted in 9500 tokens. Please reduce the length of the messages.";
+const OVERFLOW_MESSAGE =
+  "This model's maximum context length is 8192 tokens. However, your messages resulted in 9500 tokens. Please reduce the length of the messages.";
 
 /** A Chat Completions rejection for the prompt's length, as @ai-sdk/openai throws it (not retryable by the SDK). */
 const overflowError = (message = OVERFLOW_MESSAGE) =>
-  new APICallError({ message, url: 'https://api.openai.com/v1/chat/completions', requestBodyValues: {}, statusCode: 400, isRetryable: false });
+  new APICallError({
+    message,
+    url: 'https://api.openai.com/v1/chat/completions',
+    requestBodyValues: {},
+    statusCode: 400,
+    isRetryable: false,
+  });
 
 /** The in-stream rejection reached the caller (the SDK wraps a stream error part in its own error). */
 const saysContextWindow = (error: unknown) => /context window/.test(String((error as Error | undefined)?.message));
 
 /** A provider error (not retryable by the SDK) whose cause chain loops back to it. */
 function cyclicError(message: string): APICallError {
-  const error = new APICallError({ message, url: 'https://api.example.com/v1', requestBodyValues: {}, statusCode: 500, isRetryable: false });
+  const error = new APICallError({
+    message,
+    url: 'https://api.example.com/v1',
+    requestBodyValues: {},
+    statusCode: 500,
+    isRetryable: false,
+  });
   const wrapper = new Error('while calling the provider', { cause: error });
   Object.defineProperty(error, 'cause', { value: wrapper, configurable: true });
   return error;
@@ -80,9 +120,22 @@ function cyclicError(message: string): APICallError {
  * What @ai-sdk/openai (Responses API) enqueues as an `error` part when the response fails after
  * it started: its provider stream error, with the `response.failed` frame as `data`.
  */
-function responsesOverflow(message = 'Your input exceeds the context window of this model. Please adjust your input and try again.') {
-  const frame = { type: 'response.failed', sequence_number: 2, response: { error: { code: 'context_length_exceeded', message } } };
-  return { message, type: 'response.failed', code: 'context_length_exceeded', statusCode: 400, isRetryable: false, data: frame };
+function responsesOverflow(
+  message = 'Your input exceeds the context window of this model. Please adjust your input and try again.',
+) {
+  const frame = {
+    type: 'response.failed',
+    sequence_number: 2,
+    response: { error: { code: 'context_length_exceeded', message } },
+  };
+  return {
+    message,
+    type: 'response.failed',
+    code: 'context_length_exceeded',
+    statusCode: 400,
+    isRetryable: false,
+    data: frame,
+  };
 }
 
 const leading = (id: string) => [
@@ -96,7 +149,10 @@ const failedFinish = {
 };
 
 /** The scripted parts of a call, with response metadata named `id` after its stream-start. */
-const withMetadata = (parts: object[], id: string) => [...leading(id), ...parts.filter((p) => (p as { type: string }).type !== 'stream-start')];
+const withMetadata = (parts: object[], id: string) => [
+  ...leading(id),
+  ...parts.filter((p) => (p as { type: string }).type !== 'stream-start'),
+];
 
 /** A stream that delivers `parts`, then fails with `error`. */
 function failingStream(parts: object[], error: unknown): ReadableStream<object> {
@@ -112,7 +168,10 @@ function failingStream(parts: object[], error: unknown): ReadableStream<object> 
  * A script whose agent calls stream what `streams` returns for them (by agent-call index); the
  * summarizer's calls and calls without an entry stream the scripted answer.
  */
-function streamScript(streams: (index: number, parts: object[]) => ReadableStream<object> | undefined, text = 'The architecture is layered.'): ScriptOptions {
+function streamScript(
+  streams: (index: number, parts: object[]) => ReadableStream<object> | undefined,
+  text = 'The architecture is layered.',
+): ScriptOptions {
   let index = 0;
   return {
     reply: () => ({ text }),
@@ -124,16 +183,19 @@ const asGuard = (prompt: CallOptions['prompt']) => prompt as unknown as GuardMes
 
 export function hostileCases(h: Harness): void {
   describe(`${h.label}: provider errors whose cause chain loops`, () => {
-    it.each<Mode>(['generate', 'stream'])('reach the caller as the provider threw them, never as a RangeError (%s)', async (mode) => {
-      const error = cyclicError('Internal server error');
-      const { mock, model } = h.setup({
-        reply: () => {
-          throw error;
-        },
-      });
-      await expect(h.run(mode, { model, system: SYSTEM, messages: history() })).rejects.toBe(error);
-      expect(mock.agentCalls()).toHaveLength(1);
-    });
+    it.each<Mode>(['generate', 'stream'])(
+      'reach the caller as the provider threw them, never as a RangeError (%s)',
+      async (mode) => {
+        const error = cyclicError('Internal server error');
+        const { mock, model } = h.setup({
+          reply: () => {
+            throw error;
+          },
+        });
+        await expect(h.run(mode, { model, system: SYSTEM, messages: history() })).rejects.toBe(error);
+        expect(mock.agentCalls()).toHaveLength(1);
+      },
+    );
 
     it.each<Mode>(['generate', 'stream'])('are still recognized as overflows when they are one (%s)', async (mode) => {
       const { mock, events, model } = h.setup({
@@ -149,20 +211,30 @@ export function hostileCases(h: Harness): void {
   });
 
   describe(`${h.label}: prompts the SDK never builds, from another middleware`, () => {
-    it.each<Mode>(['generate', 'stream'])('a null entry: the call goes on, the entry is left out with an event (%s)', async (mode) => {
-      const insertNull = h.rewrite((params) => ({ ...params, prompt: [params.prompt[0]!, null, ...params.prompt.slice(1)] as CallOptions['prompt'] }));
-      const { mock, events, model } = h.setup({ reply: () => ({ text: 'ok' }) }, { upstream: [insertNull] });
-      expect((await h.run(mode, { model, system: SYSTEM, messages: history() })).text).toBe('ok');
-      const prompt = mock.agentCalls()[0]!.options.prompt;
-      expect(prompt.every((m) => m !== null && typeof m === 'object')).toBe(true);
-      expect(textOf(prompt.at(-1)?.content)).toContain(LATEST);
-      expect(events.of('invalid-messages')).toEqual([expect.objectContaining({ indices: [1] })]);
-      expect(events.of('error')).toEqual([]);
-    });
+    it.each<Mode>(['generate', 'stream'])(
+      'a null entry: the call goes on, the entry is left out with an event (%s)',
+      async (mode) => {
+        const insertNull = h.rewrite((params) => ({
+          ...params,
+          prompt: [params.prompt[0]!, null, ...params.prompt.slice(1)] as CallOptions['prompt'],
+        }));
+        const { mock, events, model } = h.setup({ reply: () => ({ text: 'ok' }) }, { upstream: [insertNull] });
+        expect((await h.run(mode, { model, system: SYSTEM, messages: history() })).text).toBe('ok');
+        const prompt = mock.agentCalls()[0]!.options.prompt;
+        expect(prompt.every((m) => m !== null && typeof m === 'object')).toBe(true);
+        expect(textOf(prompt.at(-1)?.content)).toContain(LATEST);
+        expect(events.of('invalid-messages')).toEqual([expect.objectContaining({ indices: [1] })]);
+        expect(events.of('error')).toEqual([]);
+      },
+    );
 
     it('transformParams never throws: no prompt, a prompt that is not an array, odd entries and options', async () => {
       const { guard, mock, events } = h.setup({ reply: () => ({ text: 'ok' }) });
-      const transform = guard.transformParams as (input: { params: unknown; type: Mode; model: unknown }) => Promise<CallOptions>;
+      const transform = guard.transformParams as (input: {
+        params: unknown;
+        type: Mode;
+        model: unknown;
+      }) => Promise<CallOptions>;
       const user = { role: 'user', content: [{ type: 'text', text: 'hi' }] };
       const cases: Array<[string, Record<string, unknown>]> = [
         ['undefined prompt', { prompt: undefined }],
@@ -178,7 +250,9 @@ export function hostileCases(h: Harness): void {
         ['tools that are not an array', { prompt: [user], tools: 'read' }],
       ];
       for (const [name, params] of cases) {
-        const out = await transform({ params, type: 'generate', model: mock.model }).catch((error: unknown) => ({ threw: error }));
+        const out = await transform({ params, type: 'generate', model: mock.model }).catch((error: unknown) => ({
+          threw: error,
+        }));
         expect(out, name).not.toHaveProperty('threw');
         expect((out as CallOptions).providerOptions ?? {}, name).not.toHaveProperty('contextGuard');
       }
@@ -214,7 +288,9 @@ export function hostileCases(h: Harness): void {
       const { mock, events, model } = h.setup(
         streamScript((index) => (index === 0 ? failingStream(leading('resp_rejected'), overflowError()) : undefined)),
       );
-      expect((await h.run('stream', { model, system: SYSTEM, messages: history() })).text).toBe('The architecture is layered.');
+      expect((await h.run('stream', { model, system: SYSTEM, messages: history() })).text).toBe(
+        'The architecture is layered.',
+      );
       expect(mock.agentCalls()).toHaveLength(2);
       expect(events.of('usage-recorded').map((e) => e.inputTokens)).toEqual([9_500, mock.agentCalls()[1]!.tokens]);
     });
@@ -231,15 +307,21 @@ export function hostileCases(h: Harness): void {
           ]),
         ),
       );
-      await expect(h.run('stream', { model, system: SYSTEM, messages: history() })).rejects.toSatisfy(saysContextWindow);
+      await expect(h.run('stream', { model, system: SYSTEM, messages: history() })).rejects.toSatisfy(
+        saysContextWindow,
+      );
       expect(mock.agentCalls()).toHaveLength(1);
       expect(events.of('overflow-retry')).toEqual([]);
     });
 
     it('another error before any content is forwarded at once, with the parts held before it', async () => {
       const rateLimit = { message: 'Rate limit reached for requests', type: 'tokens', code: 'rate_limit_exceeded' };
-      const { mock, model } = h.setup(streamScript(() => arrayStream([...leading('resp_1'), { type: 'error', error: rateLimit }, failedFinish])));
-      await expect(h.run('stream', { model, system: SYSTEM, messages: history() })).rejects.toSatisfy((e: unknown) => /Rate limit/.test(String((e as Error)?.message)));
+      const { mock, model } = h.setup(
+        streamScript(() => arrayStream([...leading('resp_1'), { type: 'error', error: rateLimit }, failedFinish])),
+      );
+      await expect(h.run('stream', { model, system: SYSTEM, messages: history() })).rejects.toSatisfy((e: unknown) =>
+        /Rate limit/.test(String((e as Error)?.message)),
+      );
       expect(mock.agentCalls()).toHaveLength(1);
     });
 
@@ -247,32 +329,39 @@ export function hostileCases(h: Harness): void {
       ['the retried stream rejects in the stream too', false],
       ['doStream threw, then the retried stream rejects in the stream', true],
     ])('one retry per call: %s, and that reaches the caller', async (_name, throwFirst) => {
-      const script = streamScript(() => arrayStream([...leading('resp'), { type: 'error', error: responsesOverflow() }, failedFinish]));
+      const script = streamScript(() =>
+        arrayStream([...leading('resp'), { type: 'error', error: responsesOverflow() }, failedFinish]),
+      );
       const reply = script.reply;
       script.reply = (options, index) => {
         if (throwFirst && index === 0) throw overflowError();
         return reply(options, index);
       };
       const { mock, events, model } = h.setup(script);
-      await expect(h.run('stream', { model, system: SYSTEM, messages: history() })).rejects.toSatisfy(saysContextWindow);
+      await expect(h.run('stream', { model, system: SYSTEM, messages: history() })).rejects.toSatisfy(
+        saysContextWindow,
+      );
       expect(mock.agentCalls()).toHaveLength(2);
       expect(events.of('overflow-retry')).toHaveLength(1);
     });
   });
 
   describe(`${h.label}: the count a rejection reports`, () => {
-    it.each<Mode>(['generate', 'stream'])('OpenAI with tools: the prompt total (12,422), not the messages alone (12,308) (%s)', async (mode) => {
-      const message =
-        "This model's maximum context length is 8192 tokens. However, your messages resulted in 12422 tokens (12308 in the messages, 114 in the functions). Please reduce the length of the messages or functions.";
-      const { events, model } = h.setup({
-        reply: (_options, index) => {
-          if (index === 0) throw overflowError(message);
-          return { text: 'ok' };
-        },
-      });
-      await h.run(mode, { model, system: SYSTEM, messages: history(), tools: 'read' });
-      expect(events.of('overflow-retry')).toEqual([expect.objectContaining({ reportedTokens: 12_422 })]);
-      expect(events.of('usage-recorded')[0]).toMatchObject({ inputTokens: 12_422 });
-    });
+    it.each<Mode>(['generate', 'stream'])(
+      'OpenAI with tools: the prompt total (12,422), not the messages alone (12,308) (%s)',
+      async (mode) => {
+        const message =
+          "This model's maximum context length is 8192 tokens. However, your messages resulted in 12422 tokens (12308 in the messages, 114 in the functions). Please reduce the length of the messages or functions.";
+        const { events, model } = h.setup({
+          reply: (_options, index) => {
+            if (index === 0) throw overflowError(message);
+            return { text: 'ok' };
+          },
+        });
+        await h.run(mode, { model, system: SYSTEM, messages: history(), tools: 'read' });
+        expect(events.of('overflow-retry')).toEqual([expect.objectContaining({ reportedTokens: 12_422 })]);
+        expect(events.of('usage-recorded')[0]).toMatchObject({ inputTokens: 12_422 });
+      },
+    );
   });
 }

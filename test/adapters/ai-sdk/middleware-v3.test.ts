@@ -12,7 +12,17 @@ import { compactTool, contextGuardMiddlewareV3 } from '../../../adapters/ai-sdk/
 import type { ContextGuardOptions, GuardMessage, Summarizer } from '../../../src/index.ts';
 import { pairingProblems } from '../../compaction/invariants.ts';
 import { recorder } from '../../helpers.ts';
-import { fileText, hasSummary, promptShapeProblems, readerScript, scriptedModel, textOf, tokensOf, type CallOptions, type ScriptOptions } from './mock.ts';
+import {
+  fileText,
+  hasSummary,
+  promptShapeProblems,
+  readerScript,
+  scriptedModel,
+  textOf,
+  tokensOf,
+  type CallOptions,
+  type ScriptOptions,
+} from './mock.ts';
 import { hostileCases } from './hostile-cases.ts';
 
 const WINDOW = 8_000;
@@ -26,7 +36,10 @@ const readTool = (chars = 3_000) =>
     execute: async ({ path }) => fileText(path, chars),
   });
 
-function setup(script: ScriptOptions, options: { middleware?: LanguageModelV3Middleware[] } & ContextGuardOptions = {}) {
+function setup(
+  script: ScriptOptions,
+  options: { middleware?: LanguageModelV3Middleware[] } & ContextGuardOptions = {},
+) {
   const { middleware = [], ...guardOptions } = options;
   const mock = scriptedModel(MockLanguageModelV3, script);
   const events = recorder();
@@ -52,7 +65,10 @@ async function run(mode: Mode, args: Parameters<typeof generateText>[0]) {
     return { text: r.text, steps: r.steps };
   }
   const errors: unknown[] = [];
-  const r = streamText({ ...(common as Parameters<typeof streamText>[0]), onError: ({ error }) => void errors.push(error) });
+  const r = streamText({
+    ...(common as Parameters<typeof streamText>[0]),
+    onError: ({ error }) => void errors.push(error),
+  });
   await r.consumeStream();
   if (errors.length > 0) throw errors[0];
   return { text: await r.text, steps: await r.steps };
@@ -60,48 +76,58 @@ async function run(mode: Mode, args: Parameters<typeof generateText>[0]) {
 
 // compactTool builds its tool with `tool` from 'ai', which is ai 7 in this repository (ai 6 is the
 // `ai-v6` alias), so its type is ai 7's Tool; for an ai 6 user 'ai' is ai 6. The object is the same.
-const compactToolV6 = (target: Parameters<typeof compactTool>[0]) => compactTool(target) as unknown as Tool<{ focus?: string }, string>;
+const compactToolV6 = (target: Parameters<typeof compactTool>[0]) =>
+  compactTool(target) as unknown as Tool<{ focus?: string }, string>;
 
 const asGuard = (prompt: CallOptions['prompt']) => prompt as unknown as GuardMessage[];
 
-describe.each<Mode>(['generate', 'stream'])('ai 6: a 40-step tool loop through %sText (8k window, ~3k-char tool results)', (mode) => {
-  it('keeps every prompt under the window with tool pairs intact, summarizing once per compaction', async () => {
-    const { mock, events, model } = setup({ reply: readerScript(40) });
-    const r = await run(mode, { model, system: SYSTEM, prompt: REQUEST, tools: { read: readTool() }, stopWhen: stepCountIs(45) });
+describe.each<Mode>(['generate', 'stream'])(
+  'ai 6: a 40-step tool loop through %sText (8k window, ~3k-char tool results)',
+  (mode) => {
+    it('keeps every prompt under the window with tool pairs intact, summarizing once per compaction', async () => {
+      const { mock, events, model } = setup({ reply: readerScript(40) });
+      const r = await run(mode, {
+        model,
+        system: SYSTEM,
+        prompt: REQUEST,
+        tools: { read: readTool() },
+        stopWhen: stepCountIs(45),
+      });
 
-    expect(r.text).toBe('done');
-    const agent = mock.agentCalls();
-    expect(agent).toHaveLength(41);
-    expect(tokensOf(r.steps.map((s) => s.content))).toBeGreaterThan(4 * WINDOW);
-    for (const [i, call] of agent.entries()) {
-      expect(call.kind).toBe(mode);
-      expect(call.tokens, `prompt ${i}`).toBeLessThanOrEqual(WINDOW);
-      expect(pairingProblems(asGuard(call.options.prompt)), `prompt ${i}`).toEqual([]);
-      expect(promptShapeProblems(call.options.prompt), `prompt ${i}`).toEqual([]);
-      expect(call.options.prompt[0]).toEqual({ role: 'system', content: SYSTEM });
-    }
-
-    // Summarizer calls (the default: the wrapped V3 model itself) only inside compacting steps.
-    const groups: number[] = [];
-    let pending = 0;
-    for (const call of mock.received) {
-      if (call.summarizer) pending++;
-      else {
-        groups.push(pending);
-        pending = 0;
+      expect(r.text).toBe('done');
+      const agent = mock.agentCalls();
+      expect(agent).toHaveLength(41);
+      expect(tokensOf(r.steps.map((s) => s.content))).toBeGreaterThan(4 * WINDOW);
+      for (const [i, call] of agent.entries()) {
+        expect(call.kind).toBe(mode);
+        expect(call.tokens, `prompt ${i}`).toBeLessThanOrEqual(WINDOW);
+        expect(pairingProblems(asGuard(call.options.prompt)), `prompt ${i}`).toEqual([]);
+        expect(promptShapeProblems(call.options.prompt), `prompt ${i}`).toEqual([]);
+        expect(call.options.prompt[0]).toEqual({ role: 'system', content: SYSTEM });
       }
-    }
-    const summarizing = events.of('compaction-end').filter((c) => c.summarizerCalls > 0);
-    expect(summarizing.length).toBeGreaterThanOrEqual(1);
-    expect(groups.filter((n) => n > 0)).toEqual(summarizing.map((c) => c.summarizerCalls));
-    expect(mock.summarizerCalls().length).toBeLessThan(groups.length / 4); // not once per step
-    expect(agent.some((c) => hasSummary(c.options.prompt))).toBe(true);
 
-    // Usage from every call (generate result or stream finish part), each call's own.
-    expect(events.of('usage-recorded').map((e) => e.inputTokens)).toEqual(agent.map((c) => c.tokens));
-    expect(events.of('error')).toEqual([]);
-  });
-});
+      // Summarizer calls (the default: the wrapped V3 model itself) only inside compacting steps.
+      const groups: number[] = [];
+      let pending = 0;
+      for (const call of mock.received) {
+        if (call.summarizer) pending++;
+        else {
+          groups.push(pending);
+          pending = 0;
+        }
+      }
+      const summarizing = events.of('compaction-end').filter((c) => c.summarizerCalls > 0);
+      expect(summarizing.length).toBeGreaterThanOrEqual(1);
+      expect(groups.filter((n) => n > 0)).toEqual(summarizing.map((c) => c.summarizerCalls));
+      expect(mock.summarizerCalls().length).toBeLessThan(groups.length / 4); // not once per step
+      expect(agent.some((c) => hasSummary(c.options.prompt))).toBe(true);
+
+      // Usage from every call (generate result or stream finish part), each call's own.
+      expect(events.of('usage-recorded').map((e) => e.inputTokens)).toEqual(agent.map((c) => c.tokens));
+      expect(events.of('error')).toEqual([]);
+    });
+  },
+);
 
 describe('ai 6: streaming', () => {
   it('records nothing when the stream errors before its finish part', async () => {
@@ -123,7 +149,11 @@ describe('ai 6: streaming', () => {
 
 describe('ai 6: sessions and provider options', () => {
   const tick = () => new Promise((r) => setTimeout(r, 0));
-  const slowRead = (chars: number) => tool({ inputSchema: z.object({ path: z.string() }), execute: async ({ path }) => (await tick(), fileText(path, chars)) });
+  const slowRead = (chars: number) =>
+    tool({
+      inputSchema: z.object({ path: z.string() }),
+      execute: async ({ path }) => (await tick(), fileText(path, chars)),
+    });
 
   it('keeps two interleaved conversations apart by derived session id', async () => {
     const isB = (o: CallOptions) => textOf(o.prompt[0]?.content).includes('agent B');
@@ -138,8 +168,20 @@ describe('ai 6: sessions and provider options', () => {
       },
     });
     await Promise.all([
-      run('generate', { model, system: 'You are agent A.', prompt: REQUEST, tools: { read: slowRead(3_000) }, stopWhen: stepCountIs(20) }),
-      run('stream', { model, system: 'You are agent B.', prompt: REQUEST, tools: { read: slowRead(100) }, stopWhen: stepCountIs(20) }),
+      run('generate', {
+        model,
+        system: 'You are agent A.',
+        prompt: REQUEST,
+        tools: { read: slowRead(3_000) },
+        stopWhen: stepCountIs(20),
+      }),
+      run('stream', {
+        model,
+        system: 'You are agent B.',
+        prompt: REQUEST,
+        tools: { read: slowRead(100) },
+        stopWhen: stepCountIs(20),
+      }),
     ]);
     expect(order.join('')).not.toMatch(/^A+B+$|^B+A+$/);
     const sessions = [...new Set(events.of('estimate').map((e) => e.sessionId))];
@@ -149,7 +191,12 @@ describe('ai 6: sessions and provider options', () => {
     for (const c of mock.agentCalls().filter((c) => isB(c.options))) expect(hasSummary(c.options.prompt)).toBe(false);
     // Calibrated per session: both estimates settle close to their own provider's counts.
     for (const id of sessions) {
-      const errors = events.of('usage-recorded').filter((e) => e.sessionId === id).slice(4).map((e) => Math.abs(e.relativeError)).sort((a, b) => a - b);
+      const errors = events
+        .of('usage-recorded')
+        .filter((e) => e.sessionId === id)
+        .slice(4)
+        .map((e) => Math.abs(e.relativeError))
+        .sort((a, b) => a - b);
       expect(errors[Math.floor(errors.length / 2)]).toBeLessThan(0.1);
     }
   });
@@ -162,7 +209,13 @@ describe('ai 6: sessions and provider options', () => {
     ];
     const openai = { store: false, user: 'user-7' };
     const { mock, events, model } = setup({ reply: readerScript(20) });
-    await run('stream', { model, messages, tools: { read: readTool() }, stopWhen: stepCountIs(25), providerOptions: { contextGuard: { sessionId: 'chat-a' }, openai } });
+    await run('stream', {
+      model,
+      messages,
+      tools: { read: readTool() },
+      stopWhen: stepCountIs(25),
+      providerOptions: { contextGuard: { sessionId: 'chat-a' }, openai },
+    });
 
     expect(new Set(events.events.map((e) => ('sessionId' in e ? e.sessionId : '')))).toEqual(new Set(['chat-a']));
     expect(events.of('compaction-end').length).toBeGreaterThan(0);
@@ -180,42 +233,64 @@ describe('ai 6: sessions and provider options', () => {
 describe('ai 6: overflow recovery', () => {
   const overflow = () =>
     new APICallError({
-      message: "This model's maximum context length is 8192 tokens. However, your messages resulted in 9500 tokens. Please reduce the length of the messages.",
+      message:
+        "This model's maximum context length is 8192 tokens. However, your messages resulted in 9500 tokens. Please reduce the length of the messages.",
       url: 'https://api.openai.com/v1/chat/completions',
       requestBodyValues: {},
       statusCode: 400,
       isRetryable: false,
     });
-  const history: ModelMessage[] = [{ role: 'system', content: SYSTEM }, { role: 'user', content: REQUEST }];
+  const history: ModelMessage[] = [
+    { role: 'system', content: SYSTEM },
+    { role: 'user', content: REQUEST },
+  ];
   for (let i = 0; i < 6; i++) {
     history.push(
-      { role: 'assistant', content: [{ type: 'tool-call', toolCallId: `h${i}`, toolName: 'read', input: { path: `f${i}.ts` } }] },
-      { role: 'tool', content: [{ type: 'tool-result', toolCallId: `h${i}`, toolName: 'read', output: { type: 'text', value: fileText(`f${i}.ts`, 2_500) } }] },
+      {
+        role: 'assistant',
+        content: [{ type: 'tool-call', toolCallId: `h${i}`, toolName: 'read', input: { path: `f${i}.ts` } }],
+      },
+      {
+        role: 'tool',
+        content: [
+          {
+            type: 'tool-result',
+            toolCallId: `h${i}`,
+            toolName: 'read',
+            output: { type: 'text', value: fileText(`f${i}.ts`, 2_500) },
+          },
+        ],
+      },
     );
   }
   history.push({ role: 'user', content: 'Now summarize the architecture.' });
 
-  it.each<Mode>(['generate', 'stream'])('retries once, compacted and smaller; a second overflow reaches the caller (%s)', async (mode) => {
-    const once = setup({
-      reply: (_o, index) => {
-        if (index === 0) throw overflow();
-        return { text: 'layered' };
-      },
-    });
-    expect((await run(mode, { model: once.model, messages: history, tools: { read: readTool() } })).text).toBe('layered');
-    const [first, retry] = once.mock.agentCalls();
-    expect(once.mock.agentCalls()).toHaveLength(2);
-    expect(retry!.tokens).toBeLessThan(first!.tokens);
-    expect(pairingProblems(asGuard(retry!.options.prompt))).toEqual([]);
+  it.each<Mode>(['generate', 'stream'])(
+    'retries once, compacted and smaller; a second overflow reaches the caller (%s)',
+    async (mode) => {
+      const once = setup({
+        reply: (_o, index) => {
+          if (index === 0) throw overflow();
+          return { text: 'layered' };
+        },
+      });
+      expect((await run(mode, { model: once.model, messages: history, tools: { read: readTool() } })).text).toBe(
+        'layered',
+      );
+      const [first, retry] = once.mock.agentCalls();
+      expect(once.mock.agentCalls()).toHaveLength(2);
+      expect(retry!.tokens).toBeLessThan(first!.tokens);
+      expect(pairingProblems(asGuard(retry!.options.prompt))).toEqual([]);
 
-    const always = setup({
-      reply: () => {
-        throw overflow();
-      },
-    });
-    await expect(run(mode, { model: always.model, messages: history })).rejects.toThrow(/maximum context length/);
-    expect(always.mock.agentCalls()).toHaveLength(2);
-  });
+      const always = setup({
+        reply: () => {
+          throw overflow();
+        },
+      });
+      await expect(run(mode, { model: always.model, messages: history })).rejects.toThrow(/maximum context length/);
+      expect(always.mock.agentCalls()).toHaveLength(2);
+    },
+  );
 });
 
 describe('ai 6: message identity and compactTool', () => {
@@ -226,7 +301,13 @@ describe('ai 6: message identity and compactTool', () => {
       transformParams: async ({ params }) => (built.push(params.prompt as CallOptions['prompt']), params),
     };
     const { mock, events, model } = setup({ reply: readerScript(5) }, { middleware: [spy] });
-    await run('generate', { model, system: SYSTEM, prompt: REQUEST, tools: { read: readTool(300) }, stopWhen: stepCountIs(10) });
+    await run('generate', {
+      model,
+      system: SYSTEM,
+      prompt: REQUEST,
+      tools: { read: readTool(300) },
+      stopWhen: stepCountIs(10),
+    });
     expect(events.of('compaction-end')).toEqual([]);
     for (const [i, call] of mock.agentCalls().entries()) {
       expect(call.options.prompt).toHaveLength(built[i]!.length);
@@ -244,7 +325,13 @@ describe('ai 6: message identity and compactTool', () => {
   it.each<Mode>(['generate', 'stream'])('compactTool compacts the next step with its focus (%s)', async (mode) => {
     const summarizer = vi.fn<Summarizer>(async () => '## Task state\nTwo files read.');
     const { mock, guard, model } = setup({ reply: script }, { summarizer });
-    const r = await run(mode, { model, system: SYSTEM, prompt: REQUEST, tools: { read: readTool(), compact_context: compactToolV6(guard) }, stopWhen: stepCountIs(6) });
+    const r = await run(mode, {
+      model,
+      system: SYSTEM,
+      prompt: REQUEST,
+      tools: { read: readTool(), compact_context: compactToolV6(guard) },
+      stopWhen: stepCountIs(6),
+    });
 
     expect(String(r.steps[2]!.toolResults[0]!.output)).toMatch(/^Compaction scheduled/);
     expect(mock.agentCalls().map((c) => hasSummary(c.options.prompt))).toEqual([false, false, false, true]);
@@ -254,9 +341,16 @@ describe('ai 6: message identity and compactTool', () => {
 
   it("compactTool answers 'No compaction needed' under 20% of the window", async () => {
     const { mock, guard, model } = setup({
-      reply: (_o, index) => (index === 0 ? { toolCalls: [{ toolName: 'compact_context', input: {} }] } : { text: 'done' }),
+      reply: (_o, index) =>
+        index === 0 ? { toolCalls: [{ toolName: 'compact_context', input: {} }] } : { text: 'done' },
     });
-    const r = await run('generate', { model, system: SYSTEM, prompt: REQUEST, tools: { compact_context: compactToolV6(guard) }, stopWhen: stepCountIs(4) });
+    const r = await run('generate', {
+      model,
+      system: SYSTEM,
+      prompt: REQUEST,
+      tools: { compact_context: compactToolV6(guard) },
+      stopWhen: stepCountIs(4),
+    });
     expect(String(r.steps[0]!.toolResults[0]!.output)).toMatch(/^No compaction needed/);
     expect(mock.summarizerCalls()).toEqual([]);
   });

@@ -30,7 +30,9 @@ export function isSummarizerCall(options: CallOptions): boolean {
 
 /** What the provider counts for a call: the prompt and the tool definitions. */
 export function promptTokens(options: CallOptions, ratio = 1.3): number {
-  return tokensOf(options.prompt, ratio) + (options.tools && options.tools.length > 0 ? tokensOf(options.tools, ratio) : 0);
+  return (
+    tokensOf(options.prompt, ratio) + (options.tools && options.tools.length > 0 ? tokensOf(options.tools, ratio) : 0)
+  );
 }
 
 export function usage(input: number, output: number) {
@@ -69,7 +71,11 @@ export interface ScriptOptions {
 
 /** MockLanguageModelV4 or MockLanguageModelV3 (their constructor settings differ only in types). */
 type MockClass<M> = new (...args: never[]) => M;
-type Settings = { modelId: string; doGenerate: (options: CallOptions) => Promise<unknown>; doStream: (options: CallOptions) => Promise<unknown> };
+type Settings = {
+  modelId: string;
+  doGenerate: (options: CallOptions) => Promise<unknown>;
+  doStream: (options: CallOptions) => Promise<unknown>;
+};
 
 let ids = 0;
 
@@ -102,7 +108,12 @@ function partsOf(result: ReturnType<typeof resultOf>): object[] {
       const id = `t${++ids}`;
       const text = (c as { text: string }).text;
       // Two deltas, so a test can see chunks pass one by one.
-      parts.push({ type: `${c.type}-start`, id }, { type: `${c.type}-delta`, id, delta: text.slice(0, 3) }, { type: `${c.type}-delta`, id, delta: text.slice(3) }, { type: `${c.type}-end`, id });
+      parts.push(
+        { type: `${c.type}-start`, id },
+        { type: `${c.type}-delta`, id, delta: text.slice(0, 3) },
+        { type: `${c.type}-delta`, id, delta: text.slice(3) },
+        { type: `${c.type}-end`, id },
+      );
     } else parts.push(c);
   }
   parts.push({ type: 'finish', finishReason: result.finishReason, usage: result.usage });
@@ -122,7 +133,8 @@ const DEFAULT_SUMMARY = '## Task state\nReading files one by one.\n## Next steps
 
 /** A mock model of the given class (MockLanguageModelV4 or MockLanguageModelV3) driven by a script. */
 export function scriptedModel<M>(Mock: MockClass<M>, script: ScriptOptions) {
-  const ratioOf = (options: CallOptions) => (typeof script.ratio === 'function' ? script.ratio(options) : (script.ratio ?? 1.3));
+  const ratioOf = (options: CallOptions) =>
+    typeof script.ratio === 'function' ? script.ratio(options) : (script.ratio ?? 1.3);
   const received: Received[] = [];
   let agentIndex = 0;
 
@@ -157,7 +169,8 @@ export function scriptedModel<M>(Mock: MockClass<M>, script: ScriptOptions) {
 
 /** An agent that reads a file per step (`read` tool) for `steps` steps, then answers 'done'. */
 export function readerScript(steps: number): ScriptOptions['reply'] {
-  return (_options, index) => (index < steps ? { toolCalls: [{ toolName: 'read', input: { path: `src/file-${index}.ts` } }] } : { text: 'done' });
+  return (_options, index) =>
+    index < steps ? { toolCalls: [{ toolName: 'read', input: { path: `src/file-${index}.ts` } }] } : { text: 'done' };
 }
 
 /** About `chars` characters of source-like text (a tool result). */
@@ -171,7 +184,9 @@ export function fileText(path: string, chars = 3_000): string {
 export function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
-  return content.map((p: { type?: string; text?: unknown }) => (p?.type === 'text' && typeof p.text === 'string' ? p.text : '')).join('');
+  return content
+    .map((p: { type?: string; text?: unknown }) => (p?.type === 'text' && typeof p.text === 'string' ? p.text : ''))
+    .join('');
 }
 
 /** Whether a prompt holds the guard's summary message. */
@@ -199,14 +214,18 @@ export function promptShapeProblems(prompt: CallOptions['prompt']): string[] {
     }
     const allowed = PART_TYPES[m.role];
     if (!allowed) return void problems.push(`message ${i}: unknown role ${m.role}`);
-    if (!Array.isArray(m.content)) return void problems.push(`message ${i}: ${m.role} content is not an array of parts`);
+    if (!Array.isArray(m.content))
+      return void problems.push(`message ${i}: ${m.role} content is not an array of parts`);
     for (const part of m.content as Array<Record<string, unknown>>) {
-      if (!allowed.includes(part?.type as string)) problems.push(`message ${i}: ${m.role} part of type ${String(part?.type)}`);
+      if (!allowed.includes(part?.type as string))
+        problems.push(`message ${i}: ${m.role} part of type ${String(part?.type)}`);
       if (part?.type === 'text' && typeof part.text !== 'string') problems.push(`message ${i}: text part without text`);
       if (part?.type === 'tool-result') {
         const output = part.output as { type?: string; value?: unknown } | undefined;
-        if (!output || !OUTPUT_TYPES.includes(output.type as string)) problems.push(`message ${i}: tool result output ${JSON.stringify(output)?.slice(0, 80)}`);
-        else if ((output.type === 'text' || output.type === 'error-text') && typeof output.value !== 'string') problems.push(`message ${i}: text output without a string value`);
+        if (!output || !OUTPUT_TYPES.includes(output.type as string))
+          problems.push(`message ${i}: tool result output ${JSON.stringify(output)?.slice(0, 80)}`);
+        else if ((output.type === 'text' || output.type === 'error-text') && typeof output.value !== 'string')
+          problems.push(`message ${i}: text output without a string value`);
       }
     }
   });

@@ -9,11 +9,22 @@ import { describe, expect, it } from 'vitest';
 import { isContextLengthError, promptTokensFromError } from '../../../adapters/ai-sdk/overflow.ts';
 
 const apiError = (message: string, responseBody?: string) =>
-  new APICallError({ message, url: 'https://api.example.com', requestBodyValues: {}, statusCode: 400, ...(responseBody ? { responseBody } : {}), isRetryable: false });
+  new APICallError({
+    message,
+    url: 'https://api.example.com',
+    requestBodyValues: {},
+    statusCode: 400,
+    ...(responseBody ? { responseBody } : {}),
+    isRetryable: false,
+  });
 
 describe('context-length errors: wordings and the prompt size they report', () => {
   it.each([
-    ['OpenAI', "This model's maximum context length is 128000 tokens. However, your messages resulted in 130512 tokens. Please reduce the length of the messages.", 130_512],
+    [
+      'OpenAI',
+      "This model's maximum context length is 128000 tokens. However, your messages resulted in 130512 tokens. Please reduce the length of the messages.",
+      130_512,
+    ],
     // With tools, the total is the prompt (messages and function definitions), which is what the guard estimates.
     [
       'OpenAI (with tools)',
@@ -21,12 +32,32 @@ describe('context-length errors: wordings and the prompt size they report', () =
       12_422,
     ],
     // "requested" counts max_tokens too: the prompt is every share but the completion's.
-    ['OpenAI (with completion)', "This model's maximum context length is 8192 tokens. However, you requested 9100 tokens (8600 in the messages, 500 in the completion).", 8_600],
-    ['OpenAI (legacy completions)', "This model's maximum context length is 4097 tokens, however you requested 4569 tokens (3545 in your prompt; 1024 for the completion). Please reduce your prompt; or completion length.", 3_545],
-    ['OpenAI (Responses)', 'Your input exceeds the context window of this model. Please adjust your input and try again.', undefined],
-    ['DeepSeek', "This model's maximum context length is 131072 tokens. However, you requested 131134 tokens (122942 in the messages, 8192 in the completion). Please reduce the length of the messages or completion.", 122_942],
+    [
+      'OpenAI (with completion)',
+      "This model's maximum context length is 8192 tokens. However, you requested 9100 tokens (8600 in the messages, 500 in the completion).",
+      8_600,
+    ],
+    [
+      'OpenAI (legacy completions)',
+      "This model's maximum context length is 4097 tokens, however you requested 4569 tokens (3545 in your prompt; 1024 for the completion). Please reduce your prompt; or completion length.",
+      3_545,
+    ],
+    [
+      'OpenAI (Responses)',
+      'Your input exceeds the context window of this model. Please adjust your input and try again.',
+      undefined,
+    ],
+    [
+      'DeepSeek',
+      "This model's maximum context length is 131072 tokens. However, you requested 131134 tokens (122942 in the messages, 8192 in the completion). Please reduce the length of the messages or completion.",
+      122_942,
+    ],
     ['Anthropic', 'prompt is too long: 210345 tokens > 200000 maximum', 210_345],
-    ['Anthropic (with max_tokens)', 'input length and `max_tokens` exceed context limit: 178959 + 64000 > 200000, decrease input length or `max_tokens` and try again', 178_959],
+    [
+      'Anthropic (with max_tokens)',
+      'input length and `max_tokens` exceed context limit: 178959 + 64000 > 200000, decrease input length or `max_tokens` and try again',
+      178_959,
+    ],
     ['Google', 'The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).', 1_200_000],
     ['Google (no count)', 'The input token count exceeds the maximum number of tokens allowed 1048576.', undefined],
     [
@@ -35,11 +66,15 @@ describe('context-length errors: wordings and the prompt size they report', () =
       1_251_952,
     ],
     ['Bedrock', 'The model returned the following errors: Input is too long for requested model.', undefined],
-    ['Mistral', 'Prompt contains 40000 tokens and 0 draft tokens, too large for model with 32768 maximum context length', 40_000],
+    [
+      'Mistral',
+      'Prompt contains 40000 tokens and 0 draft tokens, too large for model with 32768 maximum context length',
+      40_000,
+    ],
     ['Groq', 'Please reduce the length of the messages or completion.', undefined],
     [
       'OpenRouter',
-      "This endpoint's maximum context length is 131072 tokens. However, you requested about 140,018 tokens (139,018 of text input, 1,000 in the output). Please reduce the length of either one, or use the \"middle-out\" transform to compress your prompt automatically.",
+      'This endpoint\'s maximum context length is 131072 tokens. However, you requested about 140,018 tokens (139,018 of text input, 1,000 in the output). Please reduce the length of either one, or use the "middle-out" transform to compress your prompt automatically.',
       139_018,
     ],
     [
@@ -48,7 +83,11 @@ describe('context-length errors: wordings and the prompt size they report', () =
       85_432,
     ],
     ['xAI', "This model's maximum prompt length is 131072 but the request contains 136973 tokens.", 136_973],
-    ['vLLM / TGI', 'Input validation error: `inputs` tokens + `max_new_tokens` must be <= 65537. Given: 79993 `inputs` tokens and 1024 `max_new_tokens`', 79_993],
+    [
+      'vLLM / TGI',
+      'Input validation error: `inputs` tokens + `max_new_tokens` must be <= 65537. Given: 79993 `inputs` tokens and 1024 `max_new_tokens`',
+      79_993,
+    ],
     ['llama.cpp', 'the request exceeds the available context size, try increasing it', undefined],
   ])('%s', (_provider, message, tokens) => {
     const error = apiError(message);
@@ -57,7 +96,10 @@ describe('context-length errors: wordings and the prompt size they report', () =
   });
 
   it('reads the response body and causes too', () => {
-    const error = apiError('Bad Request', JSON.stringify({ error: { code: 'context_length_exceeded', message: 'Your messages resulted in 9000 tokens' } }));
+    const error = apiError(
+      'Bad Request',
+      JSON.stringify({ error: { code: 'context_length_exceeded', message: 'Your messages resulted in 9000 tokens' } }),
+    );
     expect(isContextLengthError(error)).toBe(true);
     expect(promptTokensFromError(new Error('wrapped', { cause: error }))).toBe(9_000);
   });
@@ -81,12 +123,16 @@ describe('context-length errors: wordings and the prompt size they report', () =
 
 describe('the shapes client libraries throw', () => {
   const openaiBody = {
-    message: "This model's maximum context length is 8192 tokens. However, your messages resulted in 12422 tokens (12308 in the messages, 114 in the functions).",
+    message:
+      "This model's maximum context length is 8192 tokens. However, your messages resulted in 12422 tokens (12308 in the messages, 114 in the functions).",
     type: 'invalid_request_error',
     param: 'messages',
     code: 'context_length_exceeded',
   };
-  const anthropicBody = { type: 'error', error: { type: 'invalid_request_error', message: 'prompt is too long: 210345 tokens > 200000 maximum' } };
+  const anthropicBody = {
+    type: 'error',
+    error: { type: 'invalid_request_error', message: 'prompt is too long: 210345 tokens > 200000 maximum' },
+  };
 
   it('the AI SDK: an APICallError whose message is generic and whose body says it', () => {
     const error = apiError('Bad Request', JSON.stringify({ error: openaiBody }));
@@ -96,8 +142,21 @@ describe('the shapes client libraries throw', () => {
 
   it('the AI SDK: an error part of an OpenAI Responses stream (response.failed)', () => {
     // What @ai-sdk/openai enqueues as `{ type: 'error', error }` for a failure after the response started.
-    const frame = { type: 'response.failed', sequence_number: 3, response: { error: { code: 'context_length_exceeded', message: 'Your input exceeds the context window of this model.' } } };
-    const error = { message: frame.response.error.message, type: 'response.failed', code: 'context_length_exceeded', statusCode: 400, isRetryable: false, data: frame };
+    const frame = {
+      type: 'response.failed',
+      sequence_number: 3,
+      response: {
+        error: { code: 'context_length_exceeded', message: 'Your input exceeds the context window of this model.' },
+      },
+    };
+    const error = {
+      message: frame.response.error.message,
+      type: 'response.failed',
+      code: 'context_length_exceeded',
+      statusCode: 400,
+      isRetryable: false,
+      data: frame,
+    };
     expect(isContextLengthError(error)).toBe(true);
     expect(isContextLengthError({ type: 'response.failed', data: frame })).toBe(true);
   });
@@ -110,7 +169,9 @@ describe('the shapes client libraries throw', () => {
     expect(isContextLengthError(wrapped)).toBe(true);
     expect(promptTokensFromError(wrapped)).toBe(12_422);
     // Only the code says it (a gateway that rewrote the message).
-    expect(isContextLengthError({ status: 400, message: '400 Bad Request', error: { code: 'context_length_exceeded' } })).toBe(true);
+    expect(
+      isContextLengthError({ status: 400, message: '400 Bad Request', error: { code: 'context_length_exceeded' } }),
+    ).toBe(true);
   });
 
   it("@anthropic-ai/sdk's BadRequestError (message in error.error.message) and LangChain's wrapper", () => {
@@ -131,15 +192,27 @@ describe('the shapes client libraries throw', () => {
   });
 
   it('bodies as strings or objects, and errors listed by an aggregate or a retry', () => {
-    expect(isContextLengthError({ body: '{"error":{"message":"prompt is too long: 9 tokens > 8 maximum"}}' })).toBe(true);
+    expect(isContextLengthError({ body: '{"error":{"message":"prompt is too long: 9 tokens > 8 maximum"}}' })).toBe(
+      true,
+    );
     expect(isContextLengthError({ body: { detail: 'Input is too long for requested model.' } })).toBe(true);
-    expect(promptTokensFromError({ message: 'Failed after 3 attempts', lastError: apiError('prompt is too long: 9001 tokens > 8192 maximum') })).toBe(9_001);
-    expect(isContextLengthError(new AggregateError([new Error('timeout'), apiError('maximum context length is 8192 tokens')]))).toBe(true);
+    expect(
+      promptTokensFromError({
+        message: 'Failed after 3 attempts',
+        lastError: apiError('prompt is too long: 9001 tokens > 8192 maximum'),
+      }),
+    ).toBe(9_001);
+    expect(
+      isContextLengthError(
+        new AggregateError([new Error('timeout'), apiError('maximum context length is 8192 tokens')]),
+      ),
+    ).toBe(true);
   });
 });
 
 describe('hostile errors: bounded and cycle-safe', () => {
-  const overflowText = "This model's maximum context length is 8192 tokens. However, your messages resulted in 9500 tokens.";
+  const overflowText =
+    "This model's maximum context length is 8192 tokens. However, your messages resulted in 9500 tokens.";
 
   it('a cause chain that loops is walked once', () => {
     const a = new Error('wrapper A') as Error & { cause?: unknown };

@@ -66,13 +66,17 @@ describe('guardedStream', () => {
     const source = parts('text-delta', 'error', 'finish');
     expect(await readAll(guardedStream(streamOf(source), { observe: () => {}, retry }))).toEqual(source);
     const failure = new Error('reset');
-    await expect(readAll(guardedStream(streamOf(parts('text-delta'), failure), { observe: () => {}, retry }))).rejects.toBe(failure);
+    await expect(
+      readAll(guardedStream(streamOf(parts('text-delta'), failure), { observe: () => {}, retry })),
+    ).rejects.toBe(failure);
     expect(retry).not.toHaveBeenCalled();
   });
 
   it('only leading parts and then the end: they are delivered at the end', async () => {
     const source = parts('stream-start', 'response-metadata');
-    expect(await readAll(guardedStream(streamOf(source), { observe: () => {}, retry: async () => undefined }))).toEqual(source);
+    expect(await readAll(guardedStream(streamOf(source), { observe: () => {}, retry: async () => undefined }))).toEqual(
+      source,
+    );
   });
 
   it('a caller that cancels while the retry is prepared: the retried stream is cancelled too', async () => {

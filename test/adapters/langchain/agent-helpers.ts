@@ -7,10 +7,15 @@ import type { CallbackManagerForLLMRun } from '@langchain/core/callbacks/manager
 import type { ChatGenerationChunk, ChatResult } from '@langchain/core/outputs';
 import { tool } from '@langchain/core/tools';
 import { convertToOpenAITool } from '@langchain/core/utils/function_calling';
-import { MemorySaver } from '@langchain/langgraph';
+import type { MemorySaver } from '@langchain/langgraph';
 import { z } from 'zod';
 import { SUMMARY_OPEN } from '../../../src/compaction/placement.ts';
-import { RecordingChatModel, promptChars, type RecordedCall, type RecordingChatModelFields } from './fake-chat-model.ts';
+import {
+  RecordingChatModel,
+  promptChars,
+  type RecordedCall,
+  type RecordingChatModelFields,
+} from './fake-chat-model.ts';
 
 export const TOKENS_PER_CHAR = 0.3;
 
@@ -44,12 +49,20 @@ export class ToolCountingChatModel extends RecordingChatModel {
     return Math.ceil((promptChars(messages) + toolChars(this.currentTools)) * this.perChar) + this.overhead;
   }
 
-  override async _generate(messages: BaseMessage[], options: this['ParsedCallOptions'], runManager?: CallbackManagerForLLMRun): Promise<ChatResult> {
+  override async _generate(
+    messages: BaseMessage[],
+    options: this['ParsedCallOptions'],
+    runManager?: CallbackManagerForLLMRun,
+  ): Promise<ChatResult> {
     this.currentTools = (options as BaseChatModelCallOptions & { tools?: unknown }).tools;
     return super._generate(messages, options, runManager);
   }
 
-  override async *_streamResponseChunks(messages: BaseMessage[], options: this['ParsedCallOptions'], runManager?: CallbackManagerForLLMRun): AsyncGenerator<ChatGenerationChunk> {
+  override async *_streamResponseChunks(
+    messages: BaseMessage[],
+    options: this['ParsedCallOptions'],
+    runManager?: CallbackManagerForLLMRun,
+  ): AsyncGenerator<ChatGenerationChunk> {
     this.currentTools = (options as BaseChatModelCallOptions & { tools?: unknown }).tools;
     yield* super._streamResponseChunks(messages, options, runManager);
   }
@@ -98,7 +111,14 @@ export function scriptedReplies(options: ScriptOptions): (messages: BaseMessage[
     const n = first + step - 1;
     return new AIMessage({
       content: `Reading part ${n}.`,
-      tool_calls: [{ id: `call-${n}`, name: 'read', args: { path: `src/part-${n}.ts`, size: options.outputChars ?? 1_200 }, type: 'tool_call' }],
+      tool_calls: [
+        {
+          id: `call-${n}`,
+          name: 'read',
+          args: { path: `src/part-${n}.ts`, size: options.outputChars ?? 1_200 },
+          type: 'tool_call',
+        },
+      ],
     });
   };
 }
@@ -108,7 +128,10 @@ export const readTool = tool(
   async ({ path, size }: { path: string; size?: number }) => {
     const n = /part-(\d+)/.exec(path)?.[1] ?? '?';
     const chars = size ?? 1_200;
-    return (`${marker(Number(n))} contents of ${path}\n` + 'export const value = compute(input);\n'.repeat(Math.ceil(chars / 36))).slice(0, chars);
+    return (
+      `${marker(Number(n))} contents of ${path}\n` +
+      'export const value = compute(input);\n'.repeat(Math.ceil(chars / 36))
+    ).slice(0, chars);
   },
   {
     name: 'read',

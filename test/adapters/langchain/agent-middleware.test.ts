@@ -7,7 +7,10 @@ import { MemorySaver } from '@langchain/langgraph';
 import { createAgent, summarizationMiddleware } from 'langchain';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { contextGuardMiddleware, type ContextGuardAgentMiddlewareOptions } from '../../../adapters/langchain/agent-middleware.ts';
+import {
+  contextGuardMiddleware,
+  type ContextGuardAgentMiddlewareOptions,
+} from '../../../adapters/langchain/agent-middleware.ts';
 import { compactTool } from '../../../adapters/langchain/compact-tool.ts';
 import { toGuardMessages } from '../../../adapters/langchain/convert.ts';
 import { MECHANICAL_SUMMARY_PREFIX } from '../../../src/compaction/mechanical.ts';
@@ -39,7 +42,15 @@ interface Harness {
   agent: Agent;
   rec: ReturnType<typeof recorder>;
   /** Summarizer-tagged calls made so far, at each compaction-start and compaction-end. */
-  compactions: Array<{ sessionId: string; reason: string; focus?: string; modelCallsAtStart: number; summarizerCallsAtStart: number; summarizerCallsAtEnd?: number; end?: Extract<ContextGuardEvent, { type: 'compaction-end' }> }>;
+  compactions: Array<{
+    sessionId: string;
+    reason: string;
+    focus?: string;
+    modelCallsAtStart: number;
+    summarizerCallsAtStart: number;
+    summarizerCallsAtEnd?: number;
+    end?: Extract<ContextGuardEvent, { type: 'compaction-end' }>;
+  }>;
   /** The script the model follows; replace it to continue a thread differently. */
   script: (messages: BaseMessage[]) => AIMessage;
   run(text: string, threadId: string): Promise<{ messages: BaseMessage[] }>;
@@ -85,7 +96,12 @@ function harness(options: HarnessOptions = {}): Harness {
       if (open) Object.assign(open, { end: e, summarizerCallsAtEnd: model.summarizerCalls.length });
     }
   };
-  const middleware = contextGuardMiddleware({ contextWindow: WINDOW, prune: false, onEvent, ...options.guard } as ContextGuardAgentMiddlewareOptions);
+  const middleware = contextGuardMiddleware({
+    contextWindow: WINDOW,
+    prune: false,
+    onEvent,
+    ...options.guard,
+  } as ContextGuardAgentMiddlewareOptions);
   const saver = options.saver ?? new MemorySaver();
   const agent = createAgent({
     model,
@@ -234,7 +250,8 @@ describe('contextGuardMiddleware through createAgent: 40 tool steps in an 8k win
     expect(summarizerPrompt(later[0] as never)).toContain('<previous-summary>');
     expect(summarizerPrompt(later[0] as never)).toContain(previous);
     for (const call of later) {
-      for (const m of markersIn(summarizerPrompt(call))) expect(firstMarkers.has(m), `${m} summarized again`).toBe(false);
+      for (const m of markersIn(summarizerPrompt(call)))
+        expect(firstMarkers.has(m), `${m} summarized again`).toBe(false);
     }
     const checkpoint = await checkpointMessages(h.saver, 'again');
     expect(checkpoint.filter(isSummary)).toHaveLength(1);
@@ -258,8 +275,11 @@ describe('contextGuardMiddleware through createAgent: 40 tool steps in an 8k win
     // The checkpointed summary is the previous summary of the next one, not a message to summarize again.
     expect(prompts[0]).toContain('<previous-summary>');
     expect(prompts[0]).toContain(previous);
-    for (const p of prompts) for (const m of markersIn(p)) expect(firstMarkers.has(m), `${m} summarized again`).toBe(false);
-    expect(second.model.summarizerCalls.length).toBe(second.rec.of('compaction-end').reduce((n, e) => n + e.summarizerCalls, 0));
+    for (const p of prompts)
+      for (const m of markersIn(p)) expect(firstMarkers.has(m), `${m} summarized again`).toBe(false);
+    expect(second.model.summarizerCalls.length).toBe(
+      second.rec.of('compaction-end').reduce((n, e) => n + e.summarizerCalls, 0),
+    );
     const checkpoint = await checkpointMessages(first.saver, 'restart');
     expect(checkpoint.filter(isSummary)).toHaveLength(1);
     expect(pairingProblems(toGuardMessages(checkpoint))).toEqual([]);
@@ -287,7 +307,14 @@ describe('a failing summarizer loses no history', () => {
     const text = textOf(summary as BaseMessage);
     expect(text).toContain(MECHANICAL_SUMMARY_PREFIX);
     // The first tool steps, gone from the state as messages, are in the digest.
-    expect(markersIn(checkpoint.filter((m) => !isSummary(m)).map(textOf).join('\n'))).not.toContain(marker(1));
+    expect(
+      markersIn(
+        checkpoint
+          .filter((m) => !isSummary(m))
+          .map(textOf)
+          .join('\n'),
+      ),
+    ).not.toContain(marker(1));
     for (const n of [1, 2, 3]) {
       expect(text).toContain(marker(n));
       expect(text).toContain(`src/part-${n}.ts`);
@@ -317,8 +344,12 @@ describe('a failing summarizer loses no history', () => {
     // The digest lists the first steps (their calls: tool output is what a digest over its budget drops first).
     expect(text).toContain('{"path":"src/part-1.ts"');
     // Every step is in the state or in the summary (the digest's lines or its <files> list).
-    const rest = checkpoint.filter((m) => !isSummary(m)).map(textOf).join('\n');
-    for (let n = 1; n <= 40; n++) expect(rest.includes(marker(n)) || text.includes(`src/part-${n}.ts`), `step ${n}`).toBe(true);
+    const rest = checkpoint
+      .filter((m) => !isSummary(m))
+      .map(textOf)
+      .join('\n');
+    for (let n = 1; n <= 40; n++)
+      expect(rest.includes(marker(n)) || text.includes(`src/part-${n}.ts`), `step ${n}`).toBe(true);
   });
 
   it("unlike LangChain's summarizationMiddleware, which replaces the history by an error text", async () => {
@@ -335,7 +366,9 @@ describe('a failing summarizer loses no history', () => {
     };
     const h = harness({
       script: { steps: 12 },
-      middleware: () => [summarizationMiddleware({ model: failing as never, trigger: { tokens: 2_000 }, keep: { messages: 6 } })],
+      middleware: () => [
+        summarizationMiddleware({ model: failing as never, trigger: { tokens: 2_000 }, keep: { messages: 6 } }),
+      ],
     });
     await h.run('Read parts 1 to 12 and tell me what they export.', 'langchain');
     const checkpoint = await checkpointMessages(h.saver, 'langchain');
@@ -404,7 +437,10 @@ describe('sessions', () => {
 
 describe('the window', () => {
   it("comes from the model's profile.maxInputTokens when no contextWindow is set", async () => {
-    const h = harness({ model: { model: 'acme-unlisted-1', maxInputTokens: WINDOW }, guard: { contextWindow: undefined } as ContextGuardAgentMiddlewareOptions });
+    const h = harness({
+      model: { model: 'acme-unlisted-1', maxInputTokens: WINDOW },
+      guard: { contextWindow: undefined } as ContextGuardAgentMiddlewareOptions,
+    });
     await h.run('Read parts 1 to 40 and tell me what they export.', 'profile');
     expectRequestsFit(h);
     expect(h.rec.of('compaction-end').length).toBeGreaterThanOrEqual(2);
@@ -417,8 +453,12 @@ describe('the window', () => {
     expect(h.rec.of('estimate').filter((e) => e.contextWindow !== WINDOW)).toEqual([]);
   });
 
-  it('is never LangChain\'s 4,097 fallback: an unknown model without profile is reported and passed through', async () => {
-    const h = harness({ script: { steps: 15 }, model: { model: 'acme-unlisted-1' }, guard: { contextWindow: undefined } as ContextGuardAgentMiddlewareOptions });
+  it("is never LangChain's 4,097 fallback: an unknown model without profile is reported and passed through", async () => {
+    const h = harness({
+      script: { steps: 15 },
+      model: { model: 'acme-unlisted-1' },
+      guard: { contextWindow: undefined } as ContextGuardAgentMiddlewareOptions,
+    });
     const result = await h.run('Read parts 1 to 15.', 'unknown');
     expect(textOf(result.messages.at(-1) as BaseMessage)).toBe('done');
     const errors = h.rec.of('config-error');
@@ -439,36 +479,49 @@ describe('the compact tool', () => {
   it.each([
     ['the middleware', (middleware: Harness['middleware']) => compactTool(middleware)],
     ['its guard', (middleware: Harness['middleware']) => compactTool(middleware.guard)],
-  ])('called by the model (tool built from %s), compacts at the next model call with its focus passed to the summarizer', async (_, build) => {
-    const focus = 'the parts that failed to compile';
-    const h = harness({
-      script: {
-        steps: 14,
-        special: (step) =>
-          step === 8 ? new AIMessage({ content: 'Compacting first.', tool_calls: [{ id: 'compact-1', name: 'compact_context', args: { focus }, type: 'tool_call' }] }) : undefined,
-      },
-      tools: (middleware) => [readTool, build(middleware)],
-    });
-    await h.run('Read parts 1 to 14.', 'compact');
-    expectRequestsFit(h);
-    // The tool answered that a compaction is scheduled (not an error).
-    const toolAnswer = h.model.modelCalls[8]?.messages.find((m) => m.type === 'tool' && (m as { tool_call_id?: string }).tool_call_id === 'compact-1');
-    expect(toolAnswer && textOf(toolAnswer)).toMatch(/^Compaction scheduled/);
-    const manual = h.compactions.filter((c) => c.reason === 'manual');
-    expect(manual).toHaveLength(1);
-    // Call 8 (index 7) asked for it; the compaction ran before call 9 (index 8).
-    expect(manual[0]?.modelCallsAtStart).toBe(8);
-    expect(manual[0]?.focus).toBe(focus);
-    expect(manual[0]?.end?.steps).toContain('summary');
-    const summaryCalls = h.model.summarizerCalls.slice(manual[0]?.summarizerCallsAtStart, manual[0]?.summarizerCallsAtEnd);
-    expect(summaryCalls.length).toBeGreaterThanOrEqual(1);
-    // The focus is in the summarizer's instructions (its system message).
-    for (const call of summaryCalls) expect(textOf(call.messages[0] as BaseMessage)).toContain(focus);
-    // The model's next request already had the summary, and so has the checkpoint.
-    expect(h.model.modelCalls[8]?.messages.some(isSummary)).toBe(true);
-    expect((await checkpointMessages(h.saver, 'compact')).some(isSummary)).toBe(true);
-    expect(h.rec.of('compaction-start').filter((e) => e.reason === 'threshold')).toEqual([]);
-  });
+  ])(
+    'called by the model (tool built from %s), compacts at the next model call with its focus passed to the summarizer',
+    async (_, build) => {
+      const focus = 'the parts that failed to compile';
+      const h = harness({
+        script: {
+          steps: 14,
+          special: (step) =>
+            step === 8
+              ? new AIMessage({
+                  content: 'Compacting first.',
+                  tool_calls: [{ id: 'compact-1', name: 'compact_context', args: { focus }, type: 'tool_call' }],
+                })
+              : undefined,
+        },
+        tools: (middleware) => [readTool, build(middleware)],
+      });
+      await h.run('Read parts 1 to 14.', 'compact');
+      expectRequestsFit(h);
+      // The tool answered that a compaction is scheduled (not an error).
+      const toolAnswer = h.model.modelCalls[8]?.messages.find(
+        (m) => m.type === 'tool' && (m as { tool_call_id?: string }).tool_call_id === 'compact-1',
+      );
+      expect(toolAnswer && textOf(toolAnswer)).toMatch(/^Compaction scheduled/);
+      const manual = h.compactions.filter((c) => c.reason === 'manual');
+      expect(manual).toHaveLength(1);
+      // Call 8 (index 7) asked for it; the compaction ran before call 9 (index 8).
+      expect(manual[0]?.modelCallsAtStart).toBe(8);
+      expect(manual[0]?.focus).toBe(focus);
+      expect(manual[0]?.end?.steps).toContain('summary');
+      const summaryCalls = h.model.summarizerCalls.slice(
+        manual[0]?.summarizerCallsAtStart,
+        manual[0]?.summarizerCallsAtEnd,
+      );
+      expect(summaryCalls.length).toBeGreaterThanOrEqual(1);
+      // The focus is in the summarizer's instructions (its system message).
+      for (const call of summaryCalls) expect(textOf(call.messages[0] as BaseMessage)).toContain(focus);
+      // The model's next request already had the summary, and so has the checkpoint.
+      expect(h.model.modelCalls[8]?.messages.some(isSummary)).toBe(true);
+      expect((await checkpointMessages(h.saver, 'compact')).some(isSummary)).toBe(true);
+      expect(h.rec.of('compaction-start').filter((e) => e.reason === 'threshold')).toEqual([]);
+    },
+  );
 });
 
 describe('system prompt and tools are counted', () => {
@@ -482,7 +535,9 @@ describe('system prompt and tools are counted', () => {
 
   it('an agent with a big system prompt compacts earlier than one without', async () => {
     const plain = await firstCompaction({});
-    const big = await firstCompaction({ systemPrompt: `${SYSTEM}\n${'Follow the house style guide to the letter. '.repeat(150)}` });
+    const big = await firstCompaction({
+      systemPrompt: `${SYSTEM}\n${'Follow the house style guide to the letter. '.repeat(150)}`,
+    });
     expect(plain).toBeLessThan(Number.POSITIVE_INFINITY);
     // 6,600 characters ≈ 2,000 real tokens ≈ 5 tool steps.
     expect(big).toBeLessThanOrEqual(plain - 3);
@@ -493,7 +548,10 @@ describe('system prompt and tools are counted', () => {
       tool(async () => 'unused', {
         name: `lookup_${i}`,
         description: `Look up entry ${i} in the project index. ${'Returns the matching records with their metadata. '.repeat(8)}`,
-        schema: z.object({ query: z.string().describe('What to look up'), limit: z.number().optional().describe('How many records') }),
+        schema: z.object({
+          query: z.string().describe('What to look up'),
+          limit: z.number().optional().describe('How many records'),
+        }),
       }),
     );
     const plain = await firstCompaction({});
@@ -508,13 +566,32 @@ describe('one guard pass per model call', () => {
     let n = 0;
     const model = new RecordingChatModel({
       model: 'fake',
-      reply: () => (++n <= 20 ? new AIMessage({ content: '', tool_calls: [{ id: `c${n}`, name: 'read', args: { path: `f${n}.ts` }, type: 'tool_call' }] }) : new AIMessage('done')),
+      reply: () =>
+        ++n <= 20
+          ? new AIMessage({
+              content: '',
+              tool_calls: [{ id: `c${n}`, name: 'read', args: { path: `f${n}.ts` }, type: 'tool_call' }],
+            })
+          : new AIMessage('done'),
     });
-    const read = tool(async ({ path }: { path: string }) => `content of ${path}\n${'x'.repeat(3_000)}`, { name: 'read', description: 'read a file', schema: z.object({ path: z.string() }) });
+    const read = tool(async ({ path }: { path: string }) => `content of ${path}\n${'x'.repeat(3_000)}`, {
+      name: 'read',
+      description: 'read a file',
+      schema: z.object({ path: z.string() }),
+    });
     const ev = recorder();
     const middleware = contextGuardMiddleware({ contextWindow: 8_000, onEvent: ev.onEvent });
-    const agent = createAgent({ model, tools: [read], middleware: [middleware], systemPrompt: 'You are an agent.', checkpointer: new MemorySaver() });
-    await agent.invoke({ messages: [new HumanMessage('Read all files')] }, { configurable: { thread_id: 'once' }, recursionLimit: 200 });
+    const agent = createAgent({
+      model,
+      tools: [read],
+      middleware: [middleware],
+      systemPrompt: 'You are an agent.',
+      checkpointer: new MemorySaver(),
+    });
+    await agent.invoke(
+      { messages: [new HumanMessage('Read all files')] },
+      { configurable: { thread_id: 'once' }, recursionLimit: 200 },
+    );
 
     const calls = model.calls.filter((c) => !c.summarizer).length;
     expect(calls).toBe(21);

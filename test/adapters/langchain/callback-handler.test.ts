@@ -9,16 +9,30 @@ import { recorder } from '../../helpers.ts';
 import { RecordingChatModel } from './fake-chat-model.ts';
 
 function history(steps: number): BaseMessage[] {
-  const messages: BaseMessage[] = [new SystemMessage('You are a careful coding agent.'), new HumanMessage('Fix the failing test in src/app.ts.')];
+  const messages: BaseMessage[] = [
+    new SystemMessage('You are a careful coding agent.'),
+    new HumanMessage('Fix the failing test in src/app.ts.'),
+  ];
   for (let i = 0; i < steps; i++) {
-    messages.push(new AIMessage({ content: `Step ${i}: reading.`, tool_calls: [{ id: `c${i}`, name: 'read_file', args: { path: `src/f${i}.ts` } }] }));
+    messages.push(
+      new AIMessage({
+        content: `Step ${i}: reading.`,
+        tool_calls: [{ id: `c${i}`, name: 'read_file', args: { path: `src/f${i}.ts` } }],
+      }),
+    );
     messages.push(new ToolMessage({ content: `export const v${i} = ${'1 + '.repeat(150)}1;`, tool_call_id: `c${i}` }));
   }
   return messages;
 }
 
 /** One turn of a user's own loop: beforeModel, then the model with the handler. */
-async function turn(guard: ContextGuard, model: RecordingChatModel, sessionId: string, messages: BaseMessage[], handler?: ContextGuardCallbackHandler) {
+async function turn(
+  guard: ContextGuard,
+  model: RecordingChatModel,
+  sessionId: string,
+  messages: BaseMessage[],
+  handler?: ContextGuardCallbackHandler,
+) {
   const before = await guard.beforeModel({ sessionId, modelId: model.model, messages: toGuardMessages(messages) });
   const reply = await model.invoke(fromGuardMessages(before.messages), handler ? { callbacks: [handler] } : {});
   return { before, reply };
@@ -29,11 +43,29 @@ const llmResult = (message: unknown, llmOutput?: Record<string, unknown>): LLMRe
 
 describe('usageFromLLMResult', () => {
   it('reads usage_metadata (input_tokens includes cached tokens), else llmOutput.tokenUsage', () => {
-    expect(usageFromLLMResult(llmResult(new AIMessage({ content: 'x', usage_metadata: { input_tokens: 1200, output_tokens: 30, total_tokens: 1230, input_token_details: { cache_read: 1000 } } })))).toEqual({
+    expect(
+      usageFromLLMResult(
+        llmResult(
+          new AIMessage({
+            content: 'x',
+            usage_metadata: {
+              input_tokens: 1200,
+              output_tokens: 30,
+              total_tokens: 1230,
+              input_token_details: { cache_read: 1000 },
+            },
+          }),
+        ),
+      ),
+    ).toEqual({
       inputTokens: 1200,
       outputTokens: 30,
     });
-    expect(usageFromLLMResult(llmResult(new AIMessage('x'), { tokenUsage: { promptTokens: 900, completionTokens: 12, totalTokens: 912 } }))).toEqual({ inputTokens: 900, outputTokens: 12 });
+    expect(
+      usageFromLLMResult(
+        llmResult(new AIMessage('x'), { tokenUsage: { promptTokens: 900, completionTokens: 12, totalTokens: 912 } }),
+      ),
+    ).toEqual({ inputTokens: 900, outputTokens: 12 });
     expect(usageFromLLMResult(llmResult(new AIMessage('x')))).toBeUndefined();
     expect(usageFromLLMResult(undefined)).toBeUndefined();
     expect(usageFromLLMResult({ generations: [] } as unknown as LLMResult)).toBeUndefined();
@@ -67,8 +99,16 @@ describe('ContextGuardCallbackHandler', () => {
     expect((await uncalibrated.status('s'))?.tokens).toBe(first.before.tokens);
 
     const next = [...messages, first.reply, new HumanMessage('Now run the tests.')];
-    const withCount = await calibrated.beforeModel({ sessionId: 's', modelId: model.model, messages: toGuardMessages(next) });
-    const without = await uncalibrated.beforeModel({ sessionId: 's', modelId: model.model, messages: toGuardMessages(next) });
+    const withCount = await calibrated.beforeModel({
+      sessionId: 's',
+      modelId: model.model,
+      messages: toGuardMessages(next),
+    });
+    const without = await uncalibrated.beforeModel({
+      sessionId: 's',
+      modelId: model.model,
+      messages: toGuardMessages(next),
+    });
     const real = model.inputTokensFor(next);
     expect(withCount.tokens).not.toBe(without.tokens);
     expect(Math.abs(withCount.tokens - real) / real).toBeLessThan(0.05);
@@ -80,7 +120,10 @@ describe('ContextGuardCallbackHandler', () => {
     const guard = createContextGuard({ contextWindow: 128_000, onEvent: events.onEvent });
     const handler = new ContextGuardCallbackHandler({ guard, sessionId: 'old' });
     await guard.beforeModel({ sessionId: 'old', messages: [{ role: 'user', content: 'hello' }] });
-    await handler.handleLLMEnd(llmResult(new AIMessage('hi'), { tokenUsage: { promptTokens: 321, completionTokens: 4 } }), 'run-1');
+    await handler.handleLLMEnd(
+      llmResult(new AIMessage('hi'), { tokenUsage: { promptTokens: 321, completionTokens: 4 } }),
+      'run-1',
+    );
     expect(events.last('usage-recorded')).toMatchObject({ inputTokens: 321, outputTokens: 4 });
   });
 
@@ -100,7 +143,15 @@ describe('ContextGuardCallbackHandler', () => {
       const id = i === 0 ? 'u-7' : i === 1 ? 'thread-9' : deriveSessionId(toGuardMessages(messages));
       seen.push(id);
       await guard.beforeModel({ sessionId: id, messages: toGuardMessages(messages) });
-      await handler.handleLLMEnd(llmResult(new AIMessage({ content: 'ok', usage_metadata: { input_tokens: 50 + i, output_tokens: 1, total_tokens: 51 + i } })), runId);
+      await handler.handleLLMEnd(
+        llmResult(
+          new AIMessage({
+            content: 'ok',
+            usage_metadata: { input_tokens: 50 + i, output_tokens: 1, total_tokens: 51 + i },
+          }),
+        ),
+        runId,
+      );
     }
     for (const [i, id] of seen.entries()) expect((await guard.status(id))?.tokens).toBe(51 + i);
   });
@@ -110,12 +161,17 @@ describe('ContextGuardCallbackHandler', () => {
     const guard = createContextGuard({ contextWindow: 128_000, onEvent: events.onEvent });
     const handler = new ContextGuardCallbackHandler({ guard, sessionId: 's' });
     await guard.beforeModel({ sessionId: 's', messages: [{ role: 'user', content: 'hello' }] });
-    const usage = new AIMessage({ content: 'summary', usage_metadata: { input_tokens: 9_000, output_tokens: 500, total_tokens: 9_500 } });
+    const usage = new AIMessage({
+      content: 'summary',
+      usage_metadata: { input_tokens: 9_000, output_tokens: 500, total_tokens: 9_500 },
+    });
     await handler.handleLLMEnd(llmResult(usage), 'sum', undefined, ['nostream', 'context-guard-summarizer']);
     expect(events.of('usage-recorded')).toHaveLength(0);
 
     const broken = { afterModel: () => Promise.reject(new Error('store down')) } as unknown as ContextGuard;
-    await expect(new ContextGuardCallbackHandler({ guard: broken, sessionId: 's' }).handleLLMEnd(llmResult(usage), 'r')).resolves.toBeUndefined();
+    await expect(
+      new ContextGuardCallbackHandler({ guard: broken, sessionId: 's' }).handleLLMEnd(llmResult(usage), 'r'),
+    ).resolves.toBeUndefined();
     await expect(handler.handleLLMEnd(null as unknown as LLMResult, 'r2')).resolves.toBeUndefined();
   });
 

@@ -13,7 +13,7 @@ import { createContextGuard, type GuardMessage } from '../../../src/index.ts';
 import { pairingProblems } from '../../compaction/invariants.ts';
 
 // A 1x1 PNG, padded so that its base64 is far longer than what the image costs.
-const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk' + 'A'.repeat(40_000);
+const PNG = `iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk${'A'.repeat(40_000)}`;
 const PDF = Buffer.from('%PDF-1.4\n1 0 obj << /Type /Pages /Count 2 >> endobj\n%%EOF').toString('base64');
 
 type Obj = Record<string, unknown>;
@@ -24,7 +24,10 @@ const partsOf = (message: GuardMessage | undefined): Obj[] => (message as unknow
 /** A conversation with every message and block shape the adapter reads. */
 function conversation(): BaseMessage[] {
   return [
-    new SystemMessage({ content: [{ type: 'text', text: 'You are terse.', cache_control: { type: 'ephemeral' } }], id: 'sys' }),
+    new SystemMessage({
+      content: [{ type: 'text', text: 'You are terse.', cache_control: { type: 'ephemeral' } }],
+      id: 'sys',
+    }),
     new HumanMessage({
       id: 'h1',
       content: [
@@ -52,11 +55,23 @@ function conversation(): BaseMessage[] {
         { id: 'c1', name: 'read_file', args: { path: 'a.ts' }, type: 'tool_call' },
         { id: 'c2', name: 'grep', args: { q: 'x' }, type: 'tool_call' },
       ],
-      additional_kwargs: { tool_calls: [{ id: 'c1', type: 'function', function: { name: 'read_file', arguments: '{"path":"a.ts"}' } }, { id: 'c2', type: 'function', function: { name: 'grep', arguments: '{"q":"x"}' } }] },
+      additional_kwargs: {
+        tool_calls: [
+          { id: 'c1', type: 'function', function: { name: 'read_file', arguments: '{"path":"a.ts"}' } },
+          { id: 'c2', type: 'function', function: { name: 'grep', arguments: '{"q":"x"}' } },
+        ],
+      },
       response_metadata: { model: 'claude', stop_reason: 'tool_use' },
       usage_metadata: { input_tokens: 10, output_tokens: 5, total_tokens: 15 },
     }),
-    new ToolMessage({ content: 'export const a = 1;', tool_call_id: 'c1', id: 't1', name: 'read_file', additional_kwargs: { k: 1 }, response_metadata: { r: 2 } }),
+    new ToolMessage({
+      content: 'export const a = 1;',
+      tool_call_id: 'c1',
+      id: 't1',
+      name: 'read_file',
+      additional_kwargs: { k: 1 },
+      response_metadata: { r: 2 },
+    }),
     // No name: taken from the call it answers.
     new ToolMessage({ content: 'grep failed', tool_call_id: 'c2', id: 't2', status: 'error', artifact: { raw: true } }),
     new AIMessage({ content: 'Done.', id: 'a2' }),
@@ -95,9 +110,15 @@ describe('toGuardMessages / fromGuardMessages', () => {
   });
 
   it('turns media blocks of every spelling into image and file parts', () => {
-    const [text, imageUrl, v0Image, v1Url, v1File, v0Id, anthropicDoc, openaiFile, textPlain, custom] = partsOf(toGuardMessages(conversation())[1]);
+    const [text, imageUrl, v0Image, v1Url, v1File, v0Id, anthropicDoc, openaiFile, textPlain, custom] = partsOf(
+      toGuardMessages(conversation())[1],
+    );
     expect(text).toEqual({ type: 'text', text: 'Look at these.' });
-    expect(imageUrl).toMatchObject({ type: 'image', mediaType: 'image/png', providerOptions: { openai: { imageDetail: 'low' } } });
+    expect(imageUrl).toMatchObject({
+      type: 'image',
+      mediaType: 'image/png',
+      providerOptions: { openai: { imageDetail: 'low' } },
+    });
     expect(String(imageUrl?.image)).toMatch(/^data:image\/png;base64,/);
     expect(v0Image).toMatchObject({ type: 'image', image: PNG, mediaType: 'image/png' });
     expect(v1Url).toMatchObject({ type: 'image', image: 'https://example.com/cat.jpg', mediaType: 'image/*' });
@@ -111,7 +132,9 @@ describe('toGuardMessages / fromGuardMessages', () => {
 
   it('prices images by what providers charge, not by their base64', async () => {
     const guard = createContextGuard({ contextWindow: 128_000 });
-    const image = (block: Obj) => [new HumanMessage({ content: [{ type: 'text', text: 'What is this?' }, block] as HumanMessage['content'] })];
+    const image = (block: Obj) => [
+      new HumanMessage({ content: [{ type: 'text', text: 'What is this?' }, block] as HumanMessage['content'] }),
+    ];
     const variants = [
       { type: 'image_url', image_url: { url: `data:image/png;base64,${PNG}` } },
       { type: 'image_url', image_url: `data:image/png;base64,${PNG}` },
@@ -121,7 +144,11 @@ describe('toGuardMessages / fromGuardMessages', () => {
       { type: 'input_image', image_url: `data:image/png;base64,${PNG}`, detail: 'high' },
     ];
     for (const [i, block] of variants.entries()) {
-      const r = await guard.beforeModel({ sessionId: `img-${i}`, modelId: 'gpt-4o', messages: toGuardMessages(image(block)) });
+      const r = await guard.beforeModel({
+        sessionId: `img-${i}`,
+        modelId: 'gpt-4o',
+        messages: toGuardMessages(image(block)),
+      });
       // 40,000 base64 characters would be 10,000+ tokens; a 1x1 image costs a few hundred at most.
       expect(r.tokens, JSON.stringify(block).slice(0, 60)).toBeLessThan(1_000);
     }
@@ -148,17 +175,58 @@ describe('toGuardMessages / fromGuardMessages', () => {
 
   it('reads tool messages: name from the call, error status, content arrays', () => {
     const guard = toGuardMessages(conversation());
-    expect(guard[3]).toMatchObject({ role: 'tool', content: [{ toolCallId: 'c1', toolName: 'read_file', output: { type: 'text', value: 'export const a = 1;' } }] });
-    expect(guard[4]).toMatchObject({ role: 'tool', content: [{ toolCallId: 'c2', toolName: 'grep', output: { type: 'error-text', value: 'grep failed' } }] });
+    expect(guard[3]).toMatchObject({
+      role: 'tool',
+      content: [{ toolCallId: 'c1', toolName: 'read_file', output: { type: 'text', value: 'export const a = 1;' } }],
+    });
+    expect(guard[4]).toMatchObject({
+      role: 'tool',
+      content: [{ toolCallId: 'c2', toolName: 'grep', output: { type: 'error-text', value: 'grep failed' } }],
+    });
     const [, , media] = toGuardMessages([
       new AIMessage({ content: '', tool_calls: [{ id: 's', name: 'shot', args: {} }] }),
-      new ToolMessage({ content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }], tool_call_id: 's' }),
-      new ToolMessage({ content: [{ type: 'text', text: 'see' }, { type: 'image', data: PNG, mimeType: 'image/png' }], tool_call_id: 's' }),
+      new ToolMessage({
+        content: [
+          { type: 'text', text: 'a' },
+          { type: 'text', text: 'b' },
+        ],
+        tool_call_id: 's',
+      }),
+      new ToolMessage({
+        content: [
+          { type: 'text', text: 'see' },
+          { type: 'image', data: PNG, mimeType: 'image/png' },
+        ],
+        tool_call_id: 's',
+      }),
     ]);
-    expect(toGuardMessages([new AIMessage({ content: '', tool_calls: [{ id: 's', name: 'shot', args: {} }] }), new ToolMessage({ content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }], tool_call_id: 's' })])[1]).toMatchObject({
+    expect(
+      toGuardMessages([
+        new AIMessage({ content: '', tool_calls: [{ id: 's', name: 'shot', args: {} }] }),
+        new ToolMessage({
+          content: [
+            { type: 'text', text: 'a' },
+            { type: 'text', text: 'b' },
+          ],
+          tool_call_id: 's',
+        }),
+      ])[1],
+    ).toMatchObject({
       content: [{ output: { type: 'text', value: 'a\nb' } }],
     });
-    expect(media).toMatchObject({ content: [{ output: { type: 'content', value: [{ type: 'text', text: 'see' }, { type: 'image-data', data: PNG, mediaType: 'image/png' }] } }] });
+    expect(media).toMatchObject({
+      content: [
+        {
+          output: {
+            type: 'content',
+            value: [
+              { type: 'text', text: 'see' },
+              { type: 'image-data', data: PNG, mediaType: 'image/png' },
+            ],
+          },
+        },
+      ],
+    });
   });
 });
 
@@ -171,7 +239,13 @@ describe('fromGuardMessages: what the guard wrote or edited', () => {
     const [tool] = fromGuardMessages([pruned]) as ToolMessage[];
     expect(tool).toBeInstanceOf(ToolMessage);
     expect(tool).not.toBe(messages[3]);
-    expect(tool).toMatchObject({ id: 't1', name: 'read_file', tool_call_id: 'c1', additional_kwargs: { k: 1 }, response_metadata: { r: 2 } });
+    expect(tool).toMatchObject({
+      id: 't1',
+      name: 'read_file',
+      tool_call_id: 'c1',
+      additional_kwargs: { k: 1 },
+      response_metadata: { r: 2 },
+    });
     expect(String(tool?.content)).toMatch(/removed/);
     // The error result keeps its status and artifact when edited.
     const [error] = fromGuardMessages([applyToolEdits(guard[4] as GuardMessage, { c2: 5 })]) as ToolMessage[];
@@ -207,7 +281,10 @@ describe('fromGuardMessages: what the guard wrote or edited', () => {
   });
 
   it('an AIMessage with string content and a removed call keeps string content', () => {
-    const messages = [new HumanMessage('go'), new AIMessage({ content: 'Calling.', id: 'x', tool_calls: [{ id: 'lost', name: 'ls', args: {} }] })];
+    const messages = [
+      new HumanMessage('go'),
+      new AIMessage({ content: 'Calling.', id: 'x', tool_calls: [{ id: 'lost', name: 'ls', args: {} }] }),
+    ];
     const back = fromGuardMessages(repairToolPairing(toGuardMessages(messages)).messages);
     const ai = back[1] as AIMessage;
     expect(ai.tool_calls).toEqual([]);
@@ -217,7 +294,10 @@ describe('fromGuardMessages: what the guard wrote or edited', () => {
   });
 
   it('an orphan tool result becomes a HumanMessage', () => {
-    const messages = [new HumanMessage('go'), new ToolMessage({ content: 'stray output', tool_call_id: 'gone', id: 'stray' })];
+    const messages = [
+      new HumanMessage('go'),
+      new ToolMessage({ content: 'stray output', tool_call_id: 'gone', id: 'stray' }),
+    ];
     const repaired = repairToolPairing(toGuardMessages(messages));
     expect(repaired.orphanResults).toBe(1);
     const back = fromGuardMessages(repaired.messages);
@@ -261,9 +341,28 @@ describe('fromGuardMessages: what the guard wrote or edited', () => {
   it('messages the guard wrote from scratch become standard LangChain messages', () => {
     const back = fromGuardMessages([
       { role: 'system', content: 'sys' },
-      { role: 'user', content: [{ type: 'text', text: 'look' }, { type: 'image', image: `data:image/png;base64,${PNG}`, mediaType: 'image/png' }, { type: 'file', data: 'https://x.test/a.pdf', mediaType: 'application/pdf' }] },
-      { role: 'assistant', content: [{ type: 'reasoning', text: 'hm' }, { type: 'text', text: 'calling' }, { type: 'tool-call', toolCallId: 'n1', toolName: 'ls', input: { dir: '.' } }] },
-      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'n1', toolName: 'ls', output: { type: 'json', value: ['a', 'b'] } }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'look' },
+          { type: 'image', image: `data:image/png;base64,${PNG}`, mediaType: 'image/png' },
+          { type: 'file', data: 'https://x.test/a.pdf', mediaType: 'application/pdf' },
+        ],
+      },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'reasoning', text: 'hm' },
+          { type: 'text', text: 'calling' },
+          { type: 'tool-call', toolCallId: 'n1', toolName: 'ls', input: { dir: '.' } },
+        ],
+      },
+      {
+        role: 'tool',
+        content: [
+          { type: 'tool-result', toolCallId: 'n1', toolName: 'ls', output: { type: 'json', value: ['a', 'b'] } },
+        ],
+      },
     ]);
     expect(back.map((m) => m.type)).toEqual(['system', 'human', 'ai', 'tool']);
     expect(back[1]?.content).toEqual([
@@ -271,24 +370,49 @@ describe('fromGuardMessages: what the guard wrote or edited', () => {
       { type: 'image', data: PNG, mimeType: 'image/png' },
       { type: 'file', url: 'https://x.test/a.pdf', mimeType: 'application/pdf' },
     ]);
-    expect(back[2]).toMatchObject({ content: [{ type: 'reasoning', reasoning: 'hm' }, { type: 'text', text: 'calling' }], tool_calls: [{ id: 'n1', name: 'ls', args: { dir: '.' } }] });
+    expect(back[2]).toMatchObject({
+      content: [
+        { type: 'reasoning', reasoning: 'hm' },
+        { type: 'text', text: 'calling' },
+      ],
+      tool_calls: [{ id: 'n1', name: 'ls', args: { dir: '.' } }],
+    });
     expect(back[3]).toMatchObject({ tool_call_id: 'n1', name: 'ls', content: '["a","b"]' });
   });
 });
 
 describe('toGuardTools', () => {
-  const readFile = tool(async ({ path }) => path, { name: 'read_file', description: 'Reads a file.', schema: z.object({ path: z.string().describe('The path') }) });
+  const readFile = tool(async ({ path }) => path, {
+    name: 'read_file',
+    description: 'Reads a file.',
+    schema: z.object({ path: z.string().describe('The path') }),
+  });
 
   it('converts tool() objects, OpenAI and Anthropic dicts and provider built-ins', () => {
     const tools = [
       readFile,
-      { type: 'function', function: { name: 'grep', description: 'Searches.', parameters: { type: 'object', properties: { q: { type: 'string' } } } } },
+      {
+        type: 'function',
+        function: {
+          name: 'grep',
+          description: 'Searches.',
+          parameters: { type: 'object', properties: { q: { type: 'string' } } },
+        },
+      },
       { name: 'ls', description: 'Lists.', input_schema: { type: 'object', properties: {} } },
       { type: 'web_search_preview' },
     ];
     const defs = toGuardTools(tools) ?? [];
-    expect(defs[0]).toMatchObject({ name: 'read_file', description: 'Reads a file.', inputSchema: { type: 'object', properties: { path: { type: 'string', description: 'The path' } } } });
-    expect(defs[1]).toEqual({ name: 'grep', description: 'Searches.', inputSchema: { type: 'object', properties: { q: { type: 'string' } } } });
+    expect(defs[0]).toMatchObject({
+      name: 'read_file',
+      description: 'Reads a file.',
+      inputSchema: { type: 'object', properties: { path: { type: 'string', description: 'The path' } } },
+    });
+    expect(defs[1]).toEqual({
+      name: 'grep',
+      description: 'Searches.',
+      inputSchema: { type: 'object', properties: { q: { type: 'string' } } },
+    });
     expect(defs[2]).toEqual({ name: 'ls', description: 'Lists.', inputSchema: { type: 'object', properties: {} } });
     expect(defs[3]).toEqual({ name: 'web_search_preview', inputSchema: { type: 'web_search_preview' } });
   });
@@ -305,7 +429,7 @@ describe('toGuardTools', () => {
 // Provider references to a stored or signed original
 // ---------------------------------------------------------------------------------------------
 
-const LONG = 'The build log says: ' + 'step ok; '.repeat(3_000);
+const LONG = `The build log says: ${'step ok; '.repeat(3_000)}`;
 
 /** An OpenAI Responses answer of a reasoning model (reasoning, a long message, a function call), as @langchain/openai reads it. */
 function responsesAnswer(): AIMessage {
@@ -316,22 +440,54 @@ function responsesAnswer(): AIMessage {
     model: 'gpt-5',
     status: 'completed',
     output: [
-      { type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 'Read the log.' }], encrypted_content: 'enc_1' },
-      { type: 'message', id: 'msg_1', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: LONG, annotations: [] }] },
-      { type: 'function_call', id: 'fc_1', call_id: 'call_1', name: 'read', arguments: '{"path":"log"}', status: 'completed' },
+      {
+        type: 'reasoning',
+        id: 'rs_1',
+        summary: [{ type: 'summary_text', text: 'Read the log.' }],
+        encrypted_content: 'enc_1',
+      },
+      {
+        type: 'message',
+        id: 'msg_1',
+        role: 'assistant',
+        status: 'completed',
+        content: [{ type: 'output_text', text: LONG, annotations: [] }],
+      },
+      {
+        type: 'function_call',
+        id: 'fc_1',
+        call_id: 'call_1',
+        name: 'read',
+        arguments: '{"path":"log"}',
+        status: 'completed',
+      },
     ],
-    usage: { input_tokens: 100, output_tokens: 50, total_tokens: 150, input_tokens_details: { cached_tokens: 0 }, output_tokens_details: { reasoning_tokens: 10 } },
+    usage: {
+      input_tokens: 100,
+      output_tokens: 50,
+      total_tokens: 150,
+      input_tokens_details: { cached_tokens: 0 },
+      output_tokens_details: { reasoning_tokens: 10 },
+    },
   };
-  return convertResponsesMessageToAIMessage(response as unknown as Parameters<typeof convertResponsesMessageToAIMessage>[0]) as AIMessage;
+  return convertResponsesMessageToAIMessage(
+    response as unknown as Parameters<typeof convertResponsesMessageToAIMessage>[0],
+  ) as AIMessage;
 }
 
 /** The Responses API input items @langchain/openai would send for these messages. */
-const responsesInput = (messages: BaseMessage[]) => convertMessagesToResponsesInput({ messages, zdrEnabled: false, model: 'gpt-5' }) as unknown as Obj[];
+const responsesInput = (messages: BaseMessage[]) =>
+  convertMessagesToResponsesInput({ messages, zdrEnabled: false, model: 'gpt-5' }) as unknown as Obj[];
 
 describe('an edit drops every provider reference to the original it changed', () => {
   it('OpenAI Responses: a clipped answer is sent by its content, not as the stored output items', () => {
     const answer = responsesAnswer();
-    const messages = [new HumanMessage('Check the build.'), answer, new ToolMessage({ content: 'ok', tool_call_id: 'call_1', name: 'read' }), new HumanMessage('Deploy.')];
+    const messages = [
+      new HumanMessage('Check the build.'),
+      answer,
+      new ToolMessage({ content: 'ok', tool_call_id: 'call_1', name: 'read' }),
+      new HumanMessage('Deploy.'),
+    ];
     // Unedited, @langchain/openai re-sends the stored output verbatim: the test checks the real converter.
     expect(responsesInput([answer]).map((i) => i.id)).toEqual(['rs_1', 'msg_1', 'fc_1']);
     const guard = toGuardMessages(messages);
@@ -355,8 +511,16 @@ describe('an edit drops every provider reference to the original it changed', ()
   it('OpenAI Responses: a message after an edited one keeps its stored output', () => {
     const first = responsesAnswer();
     const later = responsesAnswer();
-    later.response_metadata = { ...later.response_metadata, output: (later.response_metadata.output as Obj[]).map((i) => ({ ...i, id: `${String(i.id)}_b` })) };
-    const messages = [new HumanMessage('Go.'), first, new ToolMessage({ content: 'ok', tool_call_id: 'call_1', name: 'read' }), later];
+    later.response_metadata = {
+      ...later.response_metadata,
+      output: (later.response_metadata.output as Obj[]).map((i) => ({ ...i, id: `${String(i.id)}_b` })),
+    };
+    const messages = [
+      new HumanMessage('Go.'),
+      first,
+      new ToolMessage({ content: 'ok', tool_call_id: 'call_1', name: 'read' }),
+      later,
+    ];
     const back = fromGuardMessages(toGuardMessages(messages).map((m, i) => (i === 1 ? clipMessage(m, 2_000) : m)));
     expect(back[3]).toBe(later);
     expect(responsesInput([back[3]!]).map((i) => i.id)).toEqual(['rs_1_b', 'msg_1_b', 'fc_1_b']);
@@ -369,7 +533,11 @@ describe('an edit drops every provider reference to the original it changed', ()
       new AIMessage({ content: LONG, id: 'msg_9' }),
     ];
     const guard = toGuardMessages(messages);
-    const [, tool, ai] = fromGuardMessages([guard[0]!, applyToolEdits(guard[1]!, { call_1: PLACEHOLDER }), clipMessage(guard[2]!, 1_000)]);
+    const [, tool, ai] = fromGuardMessages([
+      guard[0]!,
+      applyToolEdits(guard[1]!, { call_1: PLACEHOLDER }),
+      clipMessage(guard[2]!, 1_000),
+    ]);
     expect(tool!.id).toBeUndefined();
     expect(ai!.id).toBeUndefined();
     const sent = responsesInput([messages[0]!, tool!, ai!]);
@@ -381,15 +549,27 @@ describe('an edit drops every provider reference to the original it changed', ()
     const ai = new AIMessage({
       content: [
         { type: 'thinking', thinking: 'Plan.', signature: 'sig' },
-        { type: 'text', text: LONG, citations: [{ type: 'web_search_result_location', url: 'https://a.test', encrypted_index: 'e1', cited_text: 'step' }] },
+        {
+          type: 'text',
+          text: LONG,
+          citations: [
+            { type: 'web_search_result_location', url: 'https://a.test', encrypted_index: 'e1', cited_text: 'step' },
+          ],
+        },
         { type: 'tool_use', id: 'toolu_1', name: 'write', input },
       ],
       tool_calls: [{ id: 'toolu_1', name: 'write', args: input, type: 'tool_call' }],
       response_metadata: { model_provider: 'anthropic' },
     });
-    const messages = [new HumanMessage('Write it.'), ai, new ToolMessage({ content: 'written', tool_call_id: 'toolu_1', name: 'write' })];
+    const messages = [
+      new HumanMessage('Write it.'),
+      ai,
+      new ToolMessage({ content: 'written', tool_call_id: 'toolu_1', name: 'write' }),
+    ];
     const back = fromGuardMessages(toGuardMessages(messages).map((m, i) => (i === 1 ? clipMessage(m, 2_000) : m)));
-    const { messages: sent } = convertPromptToAnthropic({ toChatMessages: () => back } as unknown as Parameters<typeof convertPromptToAnthropic>[0]);
+    const { messages: sent } = convertPromptToAnthropic({ toChatMessages: () => back } as unknown as Parameters<
+      typeof convertPromptToAnthropic
+    >[0]);
     const blocks = sent[1]!.content as unknown as Obj[];
     // The thinking block was not changed: the original, signed.
     expect(blocks[0]).toEqual({ type: 'thinking', thinking: 'Plan.', signature: 'sig' });
@@ -402,7 +582,10 @@ describe('an edit drops every provider reference to the original it changed', ()
   });
 
   it('a copy the guard made without changing anything is the original message, stored output and all', () => {
-    const answer = new AIMessage({ content: [{ type: 'text', text: 'Short.', annotations: [] }], response_metadata: { model_provider: 'openai', output: [{ type: 'message', id: 'msg_s' }] } });
+    const answer = new AIMessage({
+      content: [{ type: 'text', text: 'Short.', annotations: [] }],
+      response_metadata: { model_provider: 'openai', output: [{ type: 'message', id: 'msg_s' }] },
+    });
     const tool = new ToolMessage({ content: 'ok', tool_call_id: 'c', id: 'fc_s' });
     const guard = toGuardMessages([answer, tool]);
     const back = fromGuardMessages([clipMessage(guard[0]!, 5_000), { ...guard[1]! } as GuardMessage]);
@@ -413,9 +596,17 @@ describe('an edit drops every provider reference to the original it changed', ()
   });
 
   it('blocks the guard did not change keep their references, in a message it edited', () => {
-    const cited = { type: 'text', text: 'Found it.', citations: [{ type: 'web_search_result_location', encrypted_index: 'e1' }] };
+    const cited = {
+      type: 'text',
+      text: 'Found it.',
+      citations: [{ type: 'web_search_result_location', encrypted_index: 'e1' }],
+    };
     const ai = new AIMessage({
-      content: [cited, { type: 'tool_use', id: 'c1', name: 'ls', input: {} }, { type: 'tool_use', id: 'c2', name: 'ls', input: {} }],
+      content: [
+        cited,
+        { type: 'tool_use', id: 'c1', name: 'ls', input: {} },
+        { type: 'tool_use', id: 'c2', name: 'ls', input: {} },
+      ],
       tool_calls: [
         { id: 'c1', name: 'ls', args: {}, type: 'tool_call' },
         { id: 'c2', name: 'ls', args: {}, type: 'tool_call' },
@@ -429,7 +620,12 @@ describe('an edit drops every provider reference to the original it changed', ()
   });
 
   it('a thinking block the guard cut loses its signature (the provider would reject or restore the original)', () => {
-    const ai = new AIMessage({ content: [{ type: 'thinking', thinking: LONG, signature: 'sig' }, { type: 'text', text: 'Done.' }] });
+    const ai = new AIMessage({
+      content: [
+        { type: 'thinking', thinking: LONG, signature: 'sig' },
+        { type: 'text', text: 'Done.' },
+      ],
+    });
     const [back] = fromGuardMessages([clipMessage(toGuardMessages([ai])[0]!, 1_000)]);
     expect(JSON.stringify(back!.content)).not.toContain('sig');
   });

@@ -2,7 +2,11 @@
 // received, the run's tags, the tools it was bound to) and reports usage_metadata like a provider
 // would (a real count that is not chars/4), so that calibration has something to learn from.
 import type { CallbackManagerForLLMRun } from '@langchain/core/callbacks/manager';
-import { BaseChatModel, type BaseChatModelCallOptions, type BindToolsInput } from '@langchain/core/language_models/chat_models';
+import {
+  BaseChatModel,
+  type BaseChatModelCallOptions,
+  type BindToolsInput,
+} from '@langchain/core/language_models/chat_models';
 import type { ModelProfile } from '@langchain/core/language_models/profile';
 import { AIMessage, AIMessageChunk, type BaseMessage, type ToolCall } from '@langchain/core/messages';
 import { ChatGenerationChunk, type ChatResult } from '@langchain/core/outputs';
@@ -56,7 +60,12 @@ export class RecordingChatModel extends BaseChatModel<BaseChatModelCallOptions &
   constructor(fields: RecordingChatModelFields = {}) {
     super({});
     // A handler of its own: it hears each run's tags (and makes LangChain always create a run manager).
-    this.callbacks = [{ handleChatModelStart: (_llm, _messages, runId, _parent, _extra, tags) => void this.tagsOfRun.set(runId, tags ?? []) }];
+    this.callbacks = [
+      {
+        handleChatModelStart: (_llm, _messages, runId, _parent, _extra, tags) =>
+          void this.tagsOfRun.set(runId, tags ?? []),
+      },
+    ];
     this.options = fields;
     this.model = fields.model ?? 'recording-model';
   }
@@ -79,12 +88,18 @@ export class RecordingChatModel extends BaseChatModel<BaseChatModelCallOptions &
     return Math.ceil(promptChars(messages) * (this.options.tokensPerChar ?? 0.3)) + (this.options.overheadTokens ?? 0);
   }
 
-  private respond(messages: BaseMessage[], runManager: CallbackManagerForLLMRun | undefined, options: this['ParsedCallOptions']): AIMessage {
+  private respond(
+    messages: BaseMessage[],
+    runManager: CallbackManagerForLLMRun | undefined,
+    options: this['ParsedCallOptions'],
+  ): AIMessage {
     const tags = (runManager && this.tagsOfRun.get(runManager.runId)) ?? [];
     const summarizer = tags.includes(SUMMARIZER_TAG);
     this.calls.push({ messages, tags, tools: (options as { tools?: unknown }).tools, summarizer });
     const reply = summarizer
-      ? new AIMessage(this.options.summary?.(messages) ?? 'The user asked for a report; tools were called and their results read.')
+      ? new AIMessage(
+          this.options.summary?.(messages) ?? 'The user asked for a report; tools were called and their results read.',
+        )
       : (this.options.reply?.(messages, this.modelCalls.length - 1) ?? new AIMessage('ok'));
     if (this.options.noUsage) return reply;
     const output = Math.ceil(reply.text.length / 4) + 1;
@@ -97,7 +112,11 @@ export class RecordingChatModel extends BaseChatModel<BaseChatModelCallOptions &
     });
   }
 
-  async _generate(messages: BaseMessage[], options: this['ParsedCallOptions'], runManager?: CallbackManagerForLLMRun): Promise<ChatResult> {
+  async _generate(
+    messages: BaseMessage[],
+    options: this['ParsedCallOptions'],
+    runManager?: CallbackManagerForLLMRun,
+  ): Promise<ChatResult> {
     const message = this.respond(messages, runManager, options);
     return { generations: [{ text: message.text, message }] };
   }
@@ -117,10 +136,28 @@ export class RecordingChatModel extends BaseChatModel<BaseChatModelCallOptions &
       const last = i === pieces.length - 1;
       const chunk = new AIMessageChunk({
         content: pieces[i] as string,
-        ...(first && usage ? { usage_metadata: { input_tokens: usage.input_tokens, output_tokens: 0, total_tokens: usage.input_tokens } } : {}),
-        ...(last && usage && !first ? { usage_metadata: { input_tokens: 0, output_tokens: usage.output_tokens, total_tokens: usage.output_tokens } } : {}),
+        ...(first && usage
+          ? { usage_metadata: { input_tokens: usage.input_tokens, output_tokens: 0, total_tokens: usage.input_tokens } }
+          : {}),
+        ...(last && usage && !first
+          ? {
+              usage_metadata: {
+                input_tokens: 0,
+                output_tokens: usage.output_tokens,
+                total_tokens: usage.output_tokens,
+              },
+            }
+          : {}),
         ...(last && message.tool_calls?.length
-          ? { tool_call_chunks: message.tool_calls.map((c: ToolCall, index) => ({ id: c.id, name: c.name, args: JSON.stringify(c.args), index, type: 'tool_call_chunk' as const })) }
+          ? {
+              tool_call_chunks: message.tool_calls.map((c: ToolCall, index) => ({
+                id: c.id,
+                name: c.name,
+                args: JSON.stringify(c.args),
+                index,
+                type: 'tool_call_chunk' as const,
+              })),
+            }
           : {}),
       });
       yield new ChatGenerationChunk({ message: chunk, text: pieces[i] as string });
@@ -128,7 +165,14 @@ export class RecordingChatModel extends BaseChatModel<BaseChatModelCallOptions &
     }
   }
 
-  override bindTools(tools: BindToolsInput[], kwargs?: Partial<BaseChatModelCallOptions>): Runnable<BaseLanguageModelInput, AIMessageChunk, BaseChatModelCallOptions & { tools?: unknown }> {
-    return this.withConfig({ tools, ...kwargs }) as Runnable<BaseLanguageModelInput, AIMessageChunk, BaseChatModelCallOptions & { tools?: unknown }>;
+  override bindTools(
+    tools: BindToolsInput[],
+    kwargs?: Partial<BaseChatModelCallOptions>,
+  ): Runnable<BaseLanguageModelInput, AIMessageChunk, BaseChatModelCallOptions & { tools?: unknown }> {
+    return this.withConfig({ tools, ...kwargs }) as Runnable<
+      BaseLanguageModelInput,
+      AIMessageChunk,
+      BaseChatModelCallOptions & { tools?: unknown }
+    >;
   }
 }

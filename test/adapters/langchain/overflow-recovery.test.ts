@@ -8,7 +8,14 @@
 import Anthropic from '@anthropic-ai/sdk';
 import type { CallbackManagerForLLMRun } from '@langchain/core/callbacks/manager';
 import { addLangChainErrorFields, ContextOverflowError } from '@langchain/core/errors';
-import { AIMessage, AIMessageChunk, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
+import {
+  AIMessage,
+  AIMessageChunk,
+  HumanMessage,
+  SystemMessage,
+  ToolMessage,
+  type BaseMessage,
+} from '@langchain/core/messages';
 import { ChatGenerationChunk } from '@langchain/core/outputs';
 import { MemorySaver } from '@langchain/langgraph';
 import { createAgent } from 'langchain';
@@ -40,13 +47,22 @@ function openaiOverflow(tokens: number): Error {
 
 /** @langchain/anthropic: wrapAnthropicClientError, with its `CONTEXT_OVERFLOW` code and troubleshooting link. */
 function anthropicOverflow(tokens: number): Error {
-  const body = { type: 'error', error: { type: 'invalid_request_error', message: `prompt is too long: ${tokens} tokens > ${WINDOW} maximum` } };
-  return addLangChainErrorFields(ContextOverflowError.fromError(new Anthropic.BadRequestError(400, body, undefined, new Headers())), 'CONTEXT_OVERFLOW');
+  const body = {
+    type: 'error',
+    error: { type: 'invalid_request_error', message: `prompt is too long: ${tokens} tokens > ${WINDOW} maximum` },
+  };
+  return addLangChainErrorFields(
+    ContextOverflowError.fromError(new Anthropic.BadRequestError(400, body, undefined, new Headers())),
+    'CONTEXT_OVERFLOW',
+  );
 }
 
 /** An integration that passes the SDK's error on as it is. */
 function sdkOverflow(tokens: number): Error {
-  const body = { type: 'error', error: { type: 'invalid_request_error', message: `prompt is too long: ${tokens} tokens > ${WINDOW} maximum` } };
+  const body = {
+    type: 'error',
+    error: { type: 'invalid_request_error', message: `prompt is too long: ${tokens} tokens > ${WINDOW} maximum` },
+  };
   return new Anthropic.BadRequestError(400, body, undefined, new Headers());
 }
 
@@ -58,11 +74,21 @@ const shapes = [
 
 /** A coding session of `steps` tool calls, under the guard's threshold but with history to compact. */
 function history(steps = 6, outputChars = 2_000): BaseMessage[] {
-  const messages: BaseMessage[] = [new SystemMessage('You are a careful coding agent.'), new HumanMessage('Find where the config is parsed and fix the bug.')];
+  const messages: BaseMessage[] = [
+    new SystemMessage('You are a careful coding agent.'),
+    new HumanMessage('Find where the config is parsed and fix the bug.'),
+  ];
   for (let i = 0; i < steps; i++) {
     messages.push(
-      new AIMessage({ content: `Reading file ${i}.`, tool_calls: [{ id: `call-${i}`, name: 'read_file', args: { path: `src/module-${i}.ts` }, type: 'tool_call' }] }),
-      new ToolMessage({ content: `// module ${i}\n${'const x = parse(config);\n'.repeat(outputChars / 25)}`, tool_call_id: `call-${i}`, name: 'read_file' }),
+      new AIMessage({
+        content: `Reading file ${i}.`,
+        tool_calls: [{ id: `call-${i}`, name: 'read_file', args: { path: `src/module-${i}.ts` }, type: 'tool_call' }],
+      }),
+      new ToolMessage({
+        content: `// module ${i}\n${'const x = parse(config);\n'.repeat(outputChars / 25)}`,
+        tool_call_id: `call-${i}`,
+        name: 'read_file',
+      }),
     );
   }
   messages.push(new HumanMessage(LATEST));
@@ -70,7 +96,10 @@ function history(steps = 6, outputChars = 2_000): BaseMessage[] {
 }
 
 /** A chat model that rejects the calls `reject` names (by call index or prompt) with `error(its own count)`. */
-function rejecting(reject: (call: number, messages: BaseMessage[]) => boolean, error: (tokens: number) => Error = openaiOverflow) {
+function rejecting(
+  reject: (call: number, messages: BaseMessage[]) => boolean,
+  error: (tokens: number) => Error = openaiOverflow,
+) {
   const model: RecordingChatModel = new RecordingChatModel({
     reply: (messages, call) => {
       if (reject(call, messages)) throw error(model.inputTokensFor(messages));
@@ -99,9 +128,14 @@ describe('withContextGuard: an overflow is recovered with one retry', () => {
     expect(reply.text).toBe('ok');
     expectRetryCompacted(model);
     const reported = model.inputTokensFor(model.modelCalls[0]!.messages);
-    expect(rec.of('overflow-retry')).toEqual([expect.objectContaining({ sessionId: 'invoke', reportedTokens: reported })]);
+    expect(rec.of('overflow-retry')).toEqual([
+      expect.objectContaining({ sessionId: 'invoke', reportedTokens: reported }),
+    ]);
     // The provider's count of the rejected prompt, then the retry's own.
-    expect(rec.of('usage-recorded').map((e) => e.inputTokens)).toEqual([reported, model.inputTokensFor(model.modelCalls[1]!.messages)]);
+    expect(rec.of('usage-recorded').map((e) => e.inputTokens)).toEqual([
+      reported,
+      model.inputTokensFor(model.modelCalls[1]!.messages),
+    ]);
   });
 
   it('invoke: a second rejection reaches the caller as the model threw it, without a third call', async () => {
@@ -111,7 +145,9 @@ describe('withContextGuard: an overflow is recovered with one retry', () => {
       (tokens) => errors[errors.push(openaiOverflow(tokens)) - 1]!,
     );
     const guarded = withContextGuard(model, { contextWindow: WINDOW });
-    const thrown = await guarded.invoke(history(), { configurable: { thread_id: 'twice' } }).catch((error: unknown) => error);
+    const thrown = await guarded
+      .invoke(history(), { configurable: { thread_id: 'twice' } })
+      .catch((error: unknown) => error);
     expect(errors).toHaveLength(2);
     expect(thrown).toBe(errors[1]);
     expect(model.modelCalls).toHaveLength(2);
@@ -126,7 +162,9 @@ describe('withContextGuard: an overflow is recovered with one retry', () => {
       },
     });
     const rec = recorder();
-    await expect(withContextGuard(model, { contextWindow: WINDOW, onEvent: rec.onEvent }).invoke(history())).rejects.toBe(rateLimit);
+    await expect(
+      withContextGuard(model, { contextWindow: WINDOW, onEvent: rec.onEvent }).invoke(history()),
+    ).rejects.toBe(rateLimit);
     expect(model.modelCalls).toHaveLength(1);
     expect(rec.of('overflow-retry')).toEqual([]);
   });
@@ -155,12 +193,15 @@ describe('withContextGuard: an overflow is recovered with one retry', () => {
     const rec = recorder();
     const guarded = withContextGuard(model, { contextWindow: WINDOW, onEvent: rec.onEvent });
     let text = '';
-    for await (const chunk of await guarded.stream(history(), { configurable: { thread_id: 'stream' } })) text += chunk.text;
+    for await (const chunk of await guarded.stream(history(), { configurable: { thread_id: 'stream' } }))
+      text += chunk.text;
 
     expect(text).toBe('ok');
     expectRetryCompacted(model);
     expect(rec.of('overflow-retry')).toHaveLength(1);
-    expect(rec.of('usage-recorded').at(-1)).toMatchObject({ inputTokens: model.inputTokensFor(model.modelCalls[1]!.messages) });
+    expect(rec.of('usage-recorded').at(-1)).toMatchObject({
+      inputTokens: model.inputTokensFor(model.modelCalls[1]!.messages),
+    });
   });
 
   it('stream: a second rejection before any chunk reaches the caller, without a third call', async () => {
@@ -175,7 +216,11 @@ describe('withContextGuard: an overflow is recovered with one retry', () => {
 
   it('stream: a rejection after a chunk reached the caller is not retried', async () => {
     class FailingMidStream extends RecordingChatModel {
-      override async *_streamResponseChunks(messages: BaseMessage[], options: this['ParsedCallOptions'], runManager?: CallbackManagerForLLMRun) {
+      override async *_streamResponseChunks(
+        messages: BaseMessage[],
+        _options: this['ParsedCallOptions'],
+        runManager?: CallbackManagerForLLMRun,
+      ) {
         this.calls.push({ messages, tags: [], tools: undefined, summarizer: false });
         yield new ChatGenerationChunk({ message: new AIMessageChunk('The con'), text: 'The con' });
         await runManager?.handleLLMNewToken('The con');
@@ -188,7 +233,8 @@ describe('withContextGuard: an overflow is recovered with one retry', () => {
     const chunks: string[] = [];
     await expect(
       (async () => {
-        for await (const chunk of await guarded.stream(history(), { configurable: { thread_id: 'mid' } })) chunks.push(chunk.text);
+        for await (const chunk of await guarded.stream(history(), { configurable: { thread_id: 'mid' } }))
+          chunks.push(chunk.text);
       })(),
     ).rejects.toBeInstanceOf(ContextOverflowError);
     expect(chunks).toEqual(['The con']);
@@ -200,7 +246,10 @@ describe('withContextGuard: an overflow is recovered with one retry', () => {
     // The provider rejects every prompt that is not compacted: the first call of each input.
     const model = rejecting((_call, messages) => !messages.some(isSummary));
     const guarded = withContextGuard(model, { contextWindow: WINDOW });
-    const replies = await guarded.batch([history(), history(5)], [{ configurable: { thread_id: 'b1' } }, { configurable: { thread_id: 'b2' } }]);
+    const replies = await guarded.batch(
+      [history(), history(5)],
+      [{ configurable: { thread_id: 'b1' } }, { configurable: { thread_id: 'b2' } }],
+    );
     expect(replies.map((r) => r.text)).toEqual(['ok', 'ok']);
     expect(model.modelCalls).toHaveLength(4);
     for (const call of model.modelCalls.slice(2)) expect(call.messages.some(isSummary)).toBe(true);
@@ -218,7 +267,13 @@ describe('createAgent middleware: an overflow is recovered with one retry in wra
       },
     });
     const middleware = contextGuardMiddleware({ contextWindow: WINDOW, onEvent: rec.onEvent });
-    const agent = createAgent({ model, tools: [readTool], middleware: [middleware], systemPrompt: 'You are a careful coding agent.', checkpointer: new MemorySaver() });
+    const agent = createAgent({
+      model,
+      tools: [readTool],
+      middleware: [middleware],
+      systemPrompt: 'You are a careful coding agent.',
+      checkpointer: new MemorySaver(),
+    });
     const run = (threadId: string) =>
       (agent as unknown as { invoke(input: unknown, config: unknown): Promise<{ messages: BaseMessage[] }> }).invoke(
         { messages: [new HumanMessage('Read the parts of the project, then report.')] },
@@ -227,20 +282,25 @@ describe('createAgent middleware: an overflow is recovered with one retry in wra
     return { model, rec, run };
   }
 
-  it.each(shapes)('a rejection mid-run (the error %s throws): compacted, retried, and the run completes', async (_shape, error) => {
-    const { model, rec, run } = agentWith((call) => call === 4, error);
-    const result = await run('agent');
+  it.each(shapes)(
+    'a rejection mid-run (the error %s throws): compacted, retried, and the run completes',
+    async (_shape, error) => {
+      const { model, rec, run } = agentWith((call) => call === 4, error);
+      const result = await run('agent');
 
-    expect(textOf(result.messages.at(-1)!)).toBe('done');
-    const calls = model.modelCalls;
-    const [rejected, retry] = [calls[4]!, calls[5]!];
-    expect(model.inputTokensFor(retry.messages)).toBeLessThan(model.inputTokensFor(rejected.messages));
-    expect(retry.messages.some(isSummary)).toBe(true);
-    expect(pairingProblems(toGuardMessages(retry.messages))).toEqual([]);
-    expect(rec.of('overflow-retry')).toEqual([expect.objectContaining({ sessionId: 'agent', reportedTokens: model.inputTokensFor(rejected.messages) })]);
-    // Seven answers (six tool steps and the final one) and the one rejected call.
-    expect(calls).toHaveLength(8);
-  });
+      expect(textOf(result.messages.at(-1)!)).toBe('done');
+      const calls = model.modelCalls;
+      const [rejected, retry] = [calls[4]!, calls[5]!];
+      expect(model.inputTokensFor(retry.messages)).toBeLessThan(model.inputTokensFor(rejected.messages));
+      expect(retry.messages.some(isSummary)).toBe(true);
+      expect(pairingProblems(toGuardMessages(retry.messages))).toEqual([]);
+      expect(rec.of('overflow-retry')).toEqual([
+        expect.objectContaining({ sessionId: 'agent', reportedTokens: model.inputTokensFor(rejected.messages) }),
+      ]);
+      // Seven answers (six tool steps and the final one) and the one rejected call.
+      expect(calls).toHaveLength(8);
+    },
+  );
 
   it('a second rejection reaches the agent’s caller, without a third call', async () => {
     const { model, run } = agentWith((call) => call >= 2);
@@ -254,15 +314,23 @@ describe('createAgent middleware: an overflow is recovered with one retry in wra
 describe('ContextGuardCallbackHandler: a rejection prepares your own loop’s retry', () => {
   it("the next beforeModel compacts, calibrated by the provider's count", async () => {
     const rec = recorder();
-    const guard = createContextGuard({ contextWindow: WINDOW, onEvent: rec.onEvent, summarizer: async () => 'The config is parsed in module 3.' });
+    const guard = createContextGuard({
+      contextWindow: WINDOW,
+      onEvent: rec.onEvent,
+      summarizer: async () => 'The config is parsed in module 3.',
+    });
     const handler = new ContextGuardCallbackHandler({ guard, sessionId: 'own-loop' });
     const model = rejecting((call) => call === 0);
 
     const first = await guard.beforeModel({ sessionId: 'own-loop', messages: toGuardMessages(history()) });
     expect(first.compaction).toBeUndefined();
-    await expect(model.invoke(fromGuardMessages(first.messages), { callbacks: [handler] })).rejects.toBeInstanceOf(ContextOverflowError);
+    await expect(model.invoke(fromGuardMessages(first.messages), { callbacks: [handler] })).rejects.toBeInstanceOf(
+      ContextOverflowError,
+    );
     const reported = model.inputTokensFor(model.modelCalls[0]!.messages);
-    expect(rec.of('overflow-retry')).toEqual([expect.objectContaining({ sessionId: 'own-loop', reportedTokens: reported })]);
+    expect(rec.of('overflow-retry')).toEqual([
+      expect.objectContaining({ sessionId: 'own-loop', reportedTokens: reported }),
+    ]);
 
     const second = await guard.beforeModel({ sessionId: 'own-loop', messages: toGuardMessages(history()) });
     expect(second.compaction).toBeDefined();

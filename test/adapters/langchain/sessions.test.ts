@@ -22,7 +22,9 @@ function agentWith(options: Parameters<typeof contextGuardMiddleware>[0]) {
   return agent as unknown as Invokable;
 }
 
-const estimateSessions = (events: ReturnType<typeof recorder>) => [...new Set(events.of('estimate').map((e) => e.sessionId))];
+const estimateSessions = (events: ReturnType<typeof recorder>) => [
+  ...new Set(events.of('estimate').map((e) => e.sessionId)),
+];
 
 describe('a numeric thread_id names the session in every entry point', () => {
   it('createAgent middleware', async () => {
@@ -41,14 +43,19 @@ describe('a numeric thread_id names the session in every entry point', () => {
       seen.push(config.thread_id);
       return `user-${config.thread_id}`;
     };
-    await agentWith({ guard, sessionId }).invoke({ messages: [new HumanMessage('hi')] }, { configurable: { thread_id: 7 } });
+    await agentWith({ guard, sessionId }).invoke(
+      { messages: [new HumanMessage('hi')] },
+      { configurable: { thread_id: 7 } },
+    );
     expect(new Set(seen)).toEqual(new Set(['7']));
     expect(estimateSessions(events)).toEqual(['user-7']);
   });
 
   it('withContextGuard', async () => {
     const events = recorder();
-    const guarded = withContextGuard(new RecordingChatModel(), { guard: createContextGuard({ contextWindow: 128_000, onEvent: events.onEvent }) });
+    const guarded = withContextGuard(new RecordingChatModel(), {
+      guard: createContextGuard({ contextWindow: 128_000, onEvent: events.onEvent }),
+    });
     await guarded.invoke([new HumanMessage('hi')], { configurable: { thread_id: 42 } });
     expect(estimateSessions(events)).toEqual(['42']);
   });
@@ -57,7 +64,10 @@ describe('a numeric thread_id names the session in every entry point', () => {
     const guard = createContextGuard({ contextWindow: 128_000 });
     const handler = new ContextGuardCallbackHandler({ guard });
     await guard.beforeModel({ sessionId: '42', messages: [{ role: 'user', content: 'hi' }] });
-    await new RecordingChatModel().invoke([new HumanMessage('hi')], { callbacks: [handler], metadata: { thread_id: 42 } });
+    await new RecordingChatModel().invoke([new HumanMessage('hi')], {
+      callbacks: [handler],
+      metadata: { thread_id: 42 },
+    });
     expect(await guard.status('42')).toMatchObject({ source: 'provider' });
   });
 
@@ -76,7 +86,10 @@ describe('a session function that throws', () => {
     const failing = () => {
       throw new Error('no user');
     };
-    const result = await agentWith({ guard, sessionId: failing }).invoke({ messages: [new HumanMessage('hi')] }, { configurable: { thread_id: 'thread-1' } });
+    const result = await agentWith({ guard, sessionId: failing }).invoke(
+      { messages: [new HumanMessage('hi')] },
+      { configurable: { thread_id: 'thread-1' } },
+    );
     expect(result.messages.at(-1)).toBeInstanceOf(AIMessage);
     expect(estimateSessions(events)).toEqual(['thread-1']);
     expect(events.of('error').map((e) => (e.error as Error).message)).toContain('no user');
@@ -92,7 +105,10 @@ describe('a session function that throws', () => {
       },
     });
     await guard.beforeModel({ sessionId: 'thread-2', messages: [{ role: 'user', content: 'hi' }] });
-    await new RecordingChatModel().invoke([new HumanMessage('hi')], { callbacks: [handler], metadata: { thread_id: 'thread-2' } });
+    await new RecordingChatModel().invoke([new HumanMessage('hi')], {
+      callbacks: [handler],
+      metadata: { thread_id: 'thread-2' },
+    });
     expect(await guard.status('thread-2')).toMatchObject({ source: 'provider' });
     expect(events.of('error').map((e) => (e.error as Error).message)).toContain('no user');
   });

@@ -1,4 +1,11 @@
-import { AIMessage, AIMessageChunk, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
+import {
+  AIMessage,
+  AIMessageChunk,
+  HumanMessage,
+  SystemMessage,
+  ToolMessage,
+  type BaseMessage,
+} from '@langchain/core/messages';
 import { ChatPromptTemplate } from '@langchain/core/prompts';
 import { tool } from '@langchain/core/tools';
 import { describe, expect, it } from 'vitest';
@@ -27,7 +34,12 @@ function longHistory(steps: number, outputChars = 2_000): BaseMessage[] {
         tool_calls: [{ id: `call-${i}`, name: 'read_file', args: { path: `src/module-${i}.ts` }, type: 'tool_call' }],
         response_metadata: { step: i },
       }),
-      new ToolMessage({ content: `// module ${i}\n${'const x = parse(config);\n'.repeat(outputChars / 25)}`, tool_call_id: `call-${i}`, id: `tool-${i}`, name: 'read_file' }),
+      new ToolMessage({
+        content: `// module ${i}\n${'const x = parse(config);\n'.repeat(outputChars / 25)}`,
+        tool_call_id: `call-${i}`,
+        id: `tool-${i}`,
+        name: 'read_file',
+      }),
     );
   }
   messages.push(new HumanMessage({ content: 'What did you find?', id: 'latest' }));
@@ -61,7 +73,9 @@ function expectCompacted(call: RecordedCall, input: readonly BaseMessage[]): voi
   expect(sent[0]).toBe(input[0]);
   expect(sent).toContain(input[input.length - 1]);
   // A summary stands for the older messages.
-  expect(sent.some((m) => m instanceof HumanMessage && typeof m.content === 'string' && m.content.startsWith(SUMMARY_OPEN))).toBe(true);
+  expect(
+    sent.some((m) => m instanceof HumanMessage && typeof m.content === 'string' && m.content.startsWith(SUMMARY_OPEN)),
+  ).toBe(true);
   // Every message the guard did not touch is the caller's own object.
   const originals = new Set(input);
   const untouched = sent.filter((m) => originals.has(m));
@@ -125,7 +139,10 @@ describe('withContextGuard', () => {
     // Input tokens arrived with the first chunk, output tokens with the last: both recorded.
     const real = model.inputTokensFor(model.modelCalls[0]!.messages);
     expect(last?.usage_metadata?.input_tokens).toBe(real);
-    expect(events.last('usage-recorded')).toMatchObject({ inputTokens: real, outputTokens: last?.usage_metadata?.output_tokens });
+    expect(events.last('usage-recorded')).toMatchObject({
+      inputTokens: real,
+      outputTokens: last?.usage_metadata?.output_tokens,
+    });
   });
 
   it('under the threshold, the model receives the very same messages', async () => {
@@ -144,7 +161,10 @@ describe('withContextGuard', () => {
       description: `Reads a file. ${'Use it for any file in the repository. '.repeat(40)}`,
       schema: z.object({ path: z.string().describe('Path relative to the repository root') }),
     });
-    const model = new RecordingChatModel({ reply: () => new AIMessage({ content: '', tool_calls: [{ id: 'x1', name: 'read_file', args: { path: 'a.ts' } }] }) });
+    const model = new RecordingChatModel({
+      reply: () =>
+        new AIMessage({ content: '', tool_calls: [{ id: 'x1', name: 'read_file', args: { path: 'a.ts' } }] }),
+    });
     const events = recorder();
     const guarded = withContextGuard(model, { contextWindow: 128_000, onEvent: events.onEvent });
     const bound = guarded.bindTools([readFile], { tool_choice: 'auto' });
@@ -166,13 +186,21 @@ describe('withContextGuard', () => {
     // Streaming through the bound model works too.
     const chunks: AIMessageChunk[] = [];
     for await (const chunk of await bound.stream(input)) chunks.push(chunk as AIMessageChunk);
-    expect(chunks.reduce((a, b) => a.concat(b)).tool_calls?.[0]).toMatchObject({ name: 'read_file', args: { path: 'a.ts' } });
+    expect(chunks.reduce((a, b) => a.concat(b)).tool_calls?.[0]).toMatchObject({
+      name: 'read_file',
+      args: { path: 'a.ts' },
+    });
   });
 
   it('counts tools bound before wrapping and keeps the wrapped binding’s settings', async () => {
     const model = new RecordingChatModel();
     const events = recorder();
-    const tools = [{ type: 'function', function: { name: 'search', description: 'x'.repeat(2_000), parameters: { type: 'object' } } }];
+    const tools = [
+      {
+        type: 'function',
+        function: { name: 'search', description: 'x'.repeat(2_000), parameters: { type: 'object' } },
+      },
+    ];
     const guarded = withContextGuard(model.bindTools(tools), { contextWindow: 128_000, onEvent: events.onEvent });
     await guarded.invoke([new HumanMessage('hi')]);
     expect(model.calls[0]!.tools).toEqual(tools);
@@ -181,9 +209,13 @@ describe('withContextGuard', () => {
     expect(guarded.modelId).toBe('recording-model');
 
     const configured = withContextGuard(model.withConfig({ metadata: { team: 'a' } }), { contextWindow: 128_000 });
-    const rebound = configured.bindTools([{ type: 'function', function: { name: 'other', parameters: { type: 'object' } } }]);
+    const rebound = configured.bindTools([
+      { type: 'function', function: { name: 'other', parameters: { type: 'object' } } },
+    ]);
     await rebound.invoke([new HumanMessage('hi')]);
-    expect(model.calls[1]!.tools).toEqual([{ type: 'function', function: { name: 'other', parameters: { type: 'object' } } }]);
+    expect(model.calls[1]!.tools).toEqual([
+      { type: 'function', function: { name: 'other', parameters: { type: 'object' } } },
+    ]);
   });
 
   it('batch guards each input', async () => {
@@ -221,24 +253,64 @@ describe('withContextGuard', () => {
     };
 
     it('contextWindow first, then profile.maxInputTokens, then the registry by model name', async () => {
-      expect(await windowOf(withContextGuard(new RecordingChatModel({ model: 'gpt-4o', maxInputTokens: 50_000 }), { contextWindow: 9_000 }))).toBe(9_000);
-      expect(await windowOf(withContextGuard(new RecordingChatModel({ model: 'gpt-4o', maxInputTokens: 50_000 })))).toBe(50_000);
-      expect(await windowOf(withContextGuard(new RecordingChatModel({ model: 'gpt-4o' })))).toBe(resolveModelInfo('gpt-4o')?.contextWindow);
+      expect(
+        await windowOf(
+          withContextGuard(new RecordingChatModel({ model: 'gpt-4o', maxInputTokens: 50_000 }), {
+            contextWindow: 9_000,
+          }),
+        ),
+      ).toBe(9_000);
+      expect(
+        await windowOf(withContextGuard(new RecordingChatModel({ model: 'gpt-4o', maxInputTokens: 50_000 }))),
+      ).toBe(50_000);
+      expect(await windowOf(withContextGuard(new RecordingChatModel({ model: 'gpt-4o' })))).toBe(
+        resolveModelInfo('gpt-4o')?.contextWindow,
+      );
       // The user's `models` entry for the model beats its profile.
-      expect(await windowOf(withContextGuard(new RecordingChatModel({ model: 'gpt-4o-2024-08-06', maxInputTokens: 50_000 }), { models: { 'gpt-4o': 30_000 } }))).toBe(30_000);
+      expect(
+        await windowOf(
+          withContextGuard(new RecordingChatModel({ model: 'gpt-4o-2024-08-06', maxInputTokens: 50_000 }), {
+            models: { 'gpt-4o': 30_000 },
+          }),
+        ),
+      ).toBe(30_000);
     });
 
     it('a shared guard without a window of its own uses the model profile too, unless its models name the model', async () => {
-      expect(await windowOf(withContextGuard(new RecordingChatModel({ model: 'acme-unlisted', maxInputTokens: 12_000 }), { guard: createContextGuard() }))).toBe(12_000);
-      expect(await windowOf(withContextGuard(new RecordingChatModel({ model: 'gpt-4o', maxInputTokens: 50_000 }), { guard: createContextGuard({ models: { 'gpt-4o': 30_000 } }) }))).toBe(30_000);
-      expect(await windowOf(withContextGuard(new RecordingChatModel({ model: 'gpt-4o', maxInputTokens: 50_000 }), { guard: createContextGuard({ contextWindow: 9_000 }) }))).toBe(9_000);
+      expect(
+        await windowOf(
+          withContextGuard(new RecordingChatModel({ model: 'acme-unlisted', maxInputTokens: 12_000 }), {
+            guard: createContextGuard(),
+          }),
+        ),
+      ).toBe(12_000);
+      expect(
+        await windowOf(
+          withContextGuard(new RecordingChatModel({ model: 'gpt-4o', maxInputTokens: 50_000 }), {
+            guard: createContextGuard({ models: { 'gpt-4o': 30_000 } }),
+          }),
+        ),
+      ).toBe(30_000);
+      expect(
+        await windowOf(
+          withContextGuard(new RecordingChatModel({ model: 'gpt-4o', maxInputTokens: 50_000 }), {
+            guard: createContextGuard({ contextWindow: 9_000 }),
+          }),
+        ),
+      ).toBe(9_000);
     });
 
     it('a profile window below the minimum (a placeholder) is no window: the registry decides, and wrapping never throws', async () => {
-      expect(await windowOf(withContextGuard(new RecordingChatModel({ model: 'gpt-4o', maxInputTokens: 500 })))).toBe(resolveModelInfo('gpt-4o')?.contextWindow);
-      expect(await windowOf(withContextGuard(new RecordingChatModel({ model: 'gpt-4o', maxInputTokens: 500 }), { guard: createContextGuard() }))).toBe(
+      expect(await windowOf(withContextGuard(new RecordingChatModel({ model: 'gpt-4o', maxInputTokens: 500 })))).toBe(
         resolveModelInfo('gpt-4o')?.contextWindow,
       );
+      expect(
+        await windowOf(
+          withContextGuard(new RecordingChatModel({ model: 'gpt-4o', maxInputTokens: 500 }), {
+            guard: createContextGuard(),
+          }),
+        ),
+      ).toBe(resolveModelInfo('gpt-4o')?.contextWindow);
     });
 
     it('an unknown model without a profile is reported and passed through, never given 4,097 tokens', async () => {
@@ -266,7 +338,10 @@ describe('withContextGuard', () => {
       await fixed.invoke([new HumanMessage('a')], { configurable: { thread_id: 'thread-1' } });
       expect(events.last('estimate').sessionId).toBe('fixed');
 
-      const fromConfig = withContextGuard(model, { guard, sessionId: (config) => String(config.metadata?.['user'] ?? '') || undefined });
+      const fromConfig = withContextGuard(model, {
+        guard,
+        sessionId: (config) => String(config.metadata?.['user'] ?? '') || undefined,
+      });
       await fromConfig.invoke([new HumanMessage('a')], { metadata: { user: 'u1' } });
       expect(events.last('estimate').sessionId).toBe('u1');
       await fromConfig.invoke([new HumanMessage('a')]);
@@ -275,7 +350,12 @@ describe('withContextGuard', () => {
       const derived = withContextGuard(model, { guard });
       await derived.invoke([new SystemMessage('s'), new HumanMessage('first conversation')]);
       const one = events.last('estimate').sessionId;
-      await derived.invoke([new SystemMessage('s'), new HumanMessage('first conversation'), new AIMessage('ok'), new HumanMessage('more')]);
+      await derived.invoke([
+        new SystemMessage('s'),
+        new HumanMessage('first conversation'),
+        new AIMessage('ok'),
+        new HumanMessage('more'),
+      ]);
       expect(events.last('estimate').sessionId).toBe(one);
       await derived.invoke([new SystemMessage('s'), new HumanMessage('another conversation')]);
       expect(events.last('estimate').sessionId).not.toBe(one);
@@ -327,7 +407,14 @@ describe('withContextGuard: the summarizer call', () => {
     const guarded = withContextGuard(model, { contextWindow: WINDOW, prune: false });
     const starts: string[][] = [];
     const handler = {
-      handleChatModelStart: (_llm: unknown, _messages: unknown, _runId: string, _parent?: string, _extra?: unknown, tags?: string[]) => {
+      handleChatModelStart: (
+        _llm: unknown,
+        _messages: unknown,
+        _runId: string,
+        _parent?: string,
+        _extra?: unknown,
+        tags?: string[],
+      ) => {
         starts.push(tags ?? []);
       },
     };

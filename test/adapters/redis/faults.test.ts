@@ -31,7 +31,8 @@ const SLACK_MS = 150;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const FILLER = 'The service restarted and the queue drained; the next batch of files needs the same edit. ';
-const text = (label: string, chars: number) => `${label}: ${FILLER.repeat(Math.ceil(chars / FILLER.length))}`.slice(0, chars).trimEnd();
+const text = (label: string, chars: number) =>
+  `${label}: ${FILLER.repeat(Math.ceil(chars / FILLER.length))}`.slice(0, chars).trimEnd();
 
 /** Grows a stateless host's history by one call's worth (~2,000 characters, a tool step every third call). */
 function grow(history: GuardMessage[], i: number): GuardMessage[] {
@@ -39,8 +40,21 @@ function grow(history: GuardMessage[], i: number): GuardMessage[] {
   if (i % 3 === 2) {
     const id = `call-${i}`;
     out.push(
-      { role: 'assistant', content: [{ type: 'tool-call', toolCallId: id, toolName: 'read_file', input: { path: `lib/${i}.ts` } }] },
-      { role: 'tool', content: [{ type: 'tool-result', toolCallId: id, toolName: 'read_file', output: { type: 'text', value: text(`lib/${i}.ts`, 1_200) } }] },
+      {
+        role: 'assistant',
+        content: [{ type: 'tool-call', toolCallId: id, toolName: 'read_file', input: { path: `lib/${i}.ts` } }],
+      },
+      {
+        role: 'tool',
+        content: [
+          {
+            type: 'tool-result',
+            toolCallId: id,
+            toolName: 'read_file',
+            output: { type: 'text', value: text(`lib/${i}.ts`, 1_200) },
+          },
+        ],
+      },
     );
   }
   out.push({ role: 'assistant', content: [{ type: 'text', text: text(`answer ${i}`, 900) }] });
@@ -72,14 +86,23 @@ function guardOn(url: string, prefix: string, options: ContextGuardOptions = {})
 }
 
 /** One host call: beforeModel (timed, invariants checked), then afterModel with a real count (timed). */
-async function step(guard: ContextGuard, events: ReturnType<typeof recorder>, sessionId: string, history: GuardMessage[], boundMs: number, label: string) {
+async function step(
+  guard: ContextGuard,
+  events: ReturnType<typeof recorder>,
+  sessionId: string,
+  history: GuardMessage[],
+  boundMs: number,
+  label: string,
+) {
   const snapshot = structuredClone(history);
   const overflowsBefore = events.of('overflow').length;
   const t0 = performance.now();
   const r = await guard.beforeModel({ sessionId, messages: history });
   const beforeMs = performance.now() - t0;
   // Soft: a slow call is reported, and the test goes on to check everything else.
-  expect.soft(beforeMs, `${label}: beforeModel took ${beforeMs.toFixed(0)} ms (bound ${boundMs} ms)`).toBeLessThanOrEqual(boundMs);
+  expect
+    .soft(beforeMs, `${label}: beforeModel took ${beforeMs.toFixed(0)} ms (bound ${boundMs} ms)`)
+    .toBeLessThanOrEqual(boundMs);
   expect(r.threshold).toBeLessThan(WINDOW);
   // The irreducible part of these conversations is small: no overflow, so under the threshold always.
   expect(events.of('overflow').length).toBe(overflowsBefore);
@@ -87,7 +110,9 @@ async function step(guard: ContextGuard, events: ReturnType<typeof recorder>, se
   const t1 = performance.now();
   await guard.afterModel({ sessionId, usage: { inputTokens: realCount(r.messages), outputTokens: 225 } });
   const afterMs = performance.now() - t1;
-  expect.soft(afterMs, `${label}: afterModel took ${afterMs.toFixed(0)} ms (bound ${boundMs} ms)`).toBeLessThanOrEqual(boundMs);
+  expect
+    .soft(afterMs, `${label}: afterModel took ${afterMs.toFixed(0)} ms (bound ${boundMs} ms)`)
+    .toBeLessThanOrEqual(boundMs);
   return { r, beforeMs, afterMs };
 }
 
@@ -99,7 +124,8 @@ async function untilStoreAnswers(store: RedisStore, sessionId: string, timeoutMs
       await Promise.race([store.get(sessionId), sleep(300).then(() => Promise.reject(new Error('slow')))]);
       return;
     } catch (error) {
-      if (Date.now() > deadline) throw new Error(`the store did not come back within ${timeoutMs} ms: ${String(error)}`);
+      if (Date.now() > deadline)
+        throw new Error(`the store did not come back within ${timeoutMs} ms: ${String(error)}`);
       await sleep(100);
     }
   }
@@ -181,13 +207,23 @@ describe.skipIf(skip)('faults with a Redis store', () => {
     const stored = (await store.get(session)) as SessionState;
     expect(stored, 'nothing was written to the restarted Redis').toBeDefined();
     // Soft, so that each independent failure below is reported.
-    expect.soft(stored.calls, 'the restarted store got a fresh state instead of the one this process kept during the outage').toBe(calls);
+    expect
+      .soft(
+        stored.calls,
+        'the restarted store got a fresh state instead of the one this process kept during the outage',
+      )
+      .toBe(calls);
     expect.soft(stored.usageRecorded, 'real counts recorded during the outage were lost').toBe(calls);
     expect.soft(stored.memo?.summary, 'the summary made during the outage was lost').toBeDefined();
     expect(events.of('error')).toEqual([]);
-    const unhandled = consoleError.mock.calls.filter((args) => String(args[0]).includes('[ioredis] Unhandled error event'));
+    const unhandled = consoleError.mock.calls.filter((args) =>
+      String(args[0]).includes('[ioredis] Unhandled error event'),
+    );
     consoleError.mockRestore();
-    expect(unhandled.length, 'RedisStore left its ioredis client without an error listener: the outage was logged on the console').toBe(0);
+    expect(
+      unhandled.length,
+      'RedisStore left its ioredis client without an error listener: the outage was logged on the console',
+    ).toBe(0);
   });
 
   it('Redis unreachable (partition) and back with its old data: the calls made meanwhile are not lost', async () => {
@@ -225,7 +261,9 @@ describe.skipIf(skip)('faults with a Redis store', () => {
       }
       expect(events.of('store-failed').slice(failedBefore)).toEqual([]);
       const stored = (await store.get(session)) as SessionState;
-      expect.soft(stored.calls, 'calls made while Redis was unreachable were dropped from the shared state').toBe(calls);
+      expect
+        .soft(stored.calls, 'calls made while Redis was unreachable were dropped from the shared state')
+        .toBe(calls);
       expect.soft(stored.usageRecorded, 'real counts recorded while Redis was unreachable were dropped').toBe(calls);
       expect.soft(stored.memo?.summary, 'the summary made while Redis was unreachable was dropped').toBeDefined();
       expect(events.of('error')).toEqual([]);
@@ -284,7 +322,10 @@ describe.skipIf(skip)('faults with a Redis store', () => {
     ]);
     const ms = performance.now() - t0;
     const orphan = await redis.command('PTTL', `${prefix}lock:${session}`);
-    expect(second, `the next compaction waited for an orphaned lock (still held, PTTL ${orphan} ms) for more than 3 s`).toBeDefined();
+    expect(
+      second,
+      `the next compaction waited for an orphaned lock (still held, PTTL ${orphan} ms) for more than 3 s`,
+    ).toBeDefined();
     expect(ms).toBeLessThanOrEqual(STORE_TIMEOUT_MS + SLACK_MS);
     if (second) expectInvariants(history, second);
     expect(events.of('error')).toEqual([]);
@@ -303,12 +344,19 @@ describe.skipIf(skip)('faults with a Redis store', () => {
       // Ignores its abort signal entirely: the guard must not wait for it.
       { name: 'hanging', reason: 'timeout', summarizer: () => new Promise<string>(() => {}) },
       { name: 'returning empty text', reason: 'empty', summarizer: async () => '   ' },
-      { name: 'returning huge text', reason: 'too-large', summarizer: async () => '## Task state\n' + 'x'.repeat(400_000) },
+      {
+        name: 'returning huge text',
+        reason: 'too-large',
+        summarizer: async () => `## Task state\n${'x'.repeat(400_000)}`,
+      },
     ];
 
     for (const c of cases) {
       it(`${c.name}: every call resolves within the summarizer timeout with valid messages under the window`, async () => {
-        const { guard, store, events } = guardOn(redis.url, prefix, { summarizer: c.summarizer, circuitBreaker: { failures: 1_000 } });
+        const { guard, store, events } = guardOn(redis.url, prefix, {
+          summarizer: c.summarizer,
+          circuitBreaker: { failures: 1_000 },
+        });
         stores.push(store);
         const session = `summarizer-${c.name}`;
         let history = initial();

@@ -27,7 +27,14 @@ export interface WorkerStats {
   pid: number;
   summarizerCalls: number;
   /** compaction-end events, each with the id of the request that ran it. */
-  compactions: Array<{ requestId: number; sessionId: string; summarizerCalls: number; messagesBefore: number; strategy: string; steps: string[] }>;
+  compactions: Array<{
+    requestId: number;
+    sessionId: string;
+    summarizerCalls: number;
+    messagesBefore: number;
+    strategy: string;
+    steps: string[];
+  }>;
   /** error, store-failed and summarizer-failed events (none expected). */
   problems: Array<{ type: string; detail: string }>;
   usageRecorded: number;
@@ -45,7 +52,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 function summaryOf(input: SummarizerInput): string {
   let hash = 0;
   for (const ch of input.prompt) hash = (hash * 31 + ch.charCodeAt(0)) | 0;
-  const previous = input.previousSummary ? ` It updates a previous summary of ${input.previousSummary.length} characters.` : '';
+  const previous = input.previousSummary
+    ? ` It updates a previous summary of ${input.previousSummary.length} characters.`
+    : '';
   return `## Task state\nThe user is walking through numbered steps; ${input.messages.length} messages summarized (input ${(hash >>> 0).toString(16)}).${previous}\n## Next steps\nContinue with the next step.`;
 }
 
@@ -63,7 +72,10 @@ function onEvent(event: ContextGuardEvent): void {
     stats.usageRecorded++;
   } else if (event.type === 'error' || event.type === 'store-failed' || event.type === 'summarizer-failed') {
     const error = 'error' in event ? event.error : undefined;
-    stats.problems.push({ type: event.type, detail: `${JSON.stringify({ ...event, error: undefined })} ${error instanceof Error ? error.stack : String(error)}` });
+    stats.problems.push({
+      type: event.type,
+      detail: `${JSON.stringify({ ...event, error: undefined })} ${error instanceof Error ? error.stack : String(error)}`,
+    });
   }
 }
 
@@ -87,12 +99,18 @@ async function handle(request: Record<string, unknown>): Promise<unknown> {
     }
     case 'before': {
       if (!guard) throw new Error('init first');
-      const r = await guard.beforeModel({ sessionId: request.sessionId as string, messages: request.messages as GuardMessage[] });
+      const r = await guard.beforeModel({
+        sessionId: request.sessionId as string,
+        messages: request.messages as GuardMessage[],
+      });
       return { messages: r.messages, tokens: r.tokens, threshold: r.threshold, compaction: r.compaction ?? null };
     }
     case 'after': {
       if (!guard) throw new Error('init first');
-      await guard.afterModel({ sessionId: request.sessionId as string, usage: request.usage as { inputTokens: number } });
+      await guard.afterModel({
+        sessionId: request.sessionId as string,
+        usage: request.usage as { inputTokens: number },
+      });
       return null;
     }
     case 'stats':
@@ -115,7 +133,10 @@ lines.on('line', (line) => {
   currentRequest = request.id;
   handle(request).then(
     (value) => process.stdout.write(`${JSON.stringify({ id: request.id, ok: true, value })}\n`),
-    (error: unknown) => process.stdout.write(`${JSON.stringify({ id: request.id, ok: false, error: error instanceof Error ? error.stack : String(error) })}\n`),
+    (error: unknown) =>
+      process.stdout.write(
+        `${JSON.stringify({ id: request.id, ok: false, error: error instanceof Error ? error.stack : String(error) })}\n`,
+      ),
   );
 });
 // The parent went away: do not linger.

@@ -7,7 +7,14 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStore } from '../../../adapters/redis/index.ts';
-import { createContextGuard, MemoryStore, type BeforeModelResult, type ContextGuard, type GuardMessage, type SessionState } from '../../../src/index.ts';
+import {
+  createContextGuard,
+  MemoryStore,
+  type BeforeModelResult,
+  type ContextGuard,
+  type GuardMessage,
+  type SessionState,
+} from '../../../src/index.ts';
 import { expectInvariants } from '../../compaction/invariants.ts';
 import { recorder } from '../../helpers.ts';
 import { deletePrefix, skipRedisTests, startRedis, uniquePrefix, type RedisHandle } from './server.ts';
@@ -19,7 +26,8 @@ const CALLS = 3;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const FILLER = 'Load test conversation text, steady and unremarkable, to be summarized later on. ';
-const text = (label: string, chars: number) => `${label}: ${FILLER.repeat(Math.ceil(chars / FILLER.length))}`.slice(0, chars).trimEnd();
+const text = (label: string, chars: number) =>
+  `${label}: ${FILLER.repeat(Math.ceil(chars / FILLER.length))}`.slice(0, chars).trimEnd();
 
 /** Call `c` of session `s`: ~5,000 characters more each time, over the threshold by the third call. */
 function historyFor(s: string, c: number): GuardMessage[] {
@@ -30,8 +38,21 @@ function historyFor(s: string, c: number): GuardMessage[] {
   for (let i = 0; i <= c; i++) {
     const id = `${s}-t${i}`;
     out.push(
-      { role: 'assistant', content: [{ type: 'tool-call', toolCallId: id, toolName: 'read_file', input: { path: `${s}/${i}.txt` } }] },
-      { role: 'tool', content: [{ type: 'tool-result', toolCallId: id, toolName: 'read_file', output: { type: 'text', value: text(`${s} file ${i}`, 2_500) } }] },
+      {
+        role: 'assistant',
+        content: [{ type: 'tool-call', toolCallId: id, toolName: 'read_file', input: { path: `${s}/${i}.txt` } }],
+      },
+      {
+        role: 'tool',
+        content: [
+          {
+            type: 'tool-result',
+            toolCallId: id,
+            toolName: 'read_file',
+            output: { type: 'text', value: text(`${s} file ${i}`, 2_500) },
+          },
+        ],
+      },
       { role: 'assistant', content: [{ type: 'text', text: text(`${s} answer ${i}`, 1_500) }] },
       { role: 'user', content: text(`${s} request ${i + 1}`, 1_000) },
     );
@@ -45,7 +66,11 @@ const summarizer = async ({ messages }: { messages: GuardMessage[] }) => {
 };
 
 /** Runs every session's calls concurrently; returns how many calls completed. */
-async function drive(guard: ContextGuard, ids: readonly string[], onResult?: (id: string, input: GuardMessage[], r: BeforeModelResult) => void) {
+async function drive(
+  guard: ContextGuard,
+  ids: readonly string[],
+  onResult?: (id: string, input: GuardMessage[], r: BeforeModelResult) => void,
+) {
   let completed = 0;
   await Promise.all(
     ids.map(async (id) => {
@@ -53,7 +78,10 @@ async function drive(guard: ContextGuard, ids: readonly string[], onResult?: (id
         const messages = historyFor(id, c);
         const r = await guard.beforeModel({ sessionId: id, messages });
         onResult?.(id, messages, r);
-        await guard.afterModel({ sessionId: id, usage: { inputTokens: Math.ceil(JSON.stringify(r.messages).length / 4), outputTokens: 300 } });
+        await guard.afterModel({
+          sessionId: id,
+          usage: { inputTokens: Math.ceil(JSON.stringify(r.messages).length / 4), outputTokens: 300 },
+        });
         completed++;
       }
     }),
@@ -85,7 +113,13 @@ describe('1,000 concurrent sessions, in-memory store', () => {
   it('completes them all with valid messages while the store stays within maxSessions', async () => {
     const store = new WatchedMemoryStore({ maxSessions: MAX_SESSIONS });
     const events = recorder();
-    const guard = createContextGuard({ contextWindow: WINDOW, maxSessions: MAX_SESSIONS, store, summarizer, onEvent: events.onEvent });
+    const guard = createContextGuard({
+      contextWindow: WINDOW,
+      maxSessions: MAX_SESSIONS,
+      store,
+      summarizer,
+      onEvent: events.onEvent,
+    });
     let checked = 0;
     const completed = await drive(guard, ids('mem'), (_id, input, r) => {
       expectInvariants(input, r);
@@ -111,7 +145,9 @@ describe('1,000 concurrent sessions, in-memory store', () => {
     const growthMb = (afterThird - afterFirst) / 1024 / 1024;
     // 2,000 more sessions kept without a bound would hold their ~20 KB histories (in the estimate
     // cache) and their states: 40 MB and more. Bounded, the heap stays where the first wave left it.
-    expect(growthMb, `heap grew by ${growthMb.toFixed(1)} MB over two more waves of ${SESSIONS} sessions`).toBeLessThan(10);
+    expect(growthMb, `heap grew by ${growthMb.toFixed(1)} MB over two more waves of ${SESSIONS} sessions`).toBeLessThan(
+      10,
+    );
   });
 });
 
@@ -143,7 +179,13 @@ describe.skipIf(skip)('1,000 concurrent sessions, Redis store', () => {
 
   it('completes them all with valid messages, and the store holds every session with every call counted', async () => {
     const events = recorder();
-    const guard = createContextGuard({ contextWindow: WINDOW, maxSessions: MAX_SESSIONS, store, summarizer, onEvent: events.onEvent });
+    const guard = createContextGuard({
+      contextWindow: WINDOW,
+      maxSessions: MAX_SESSIONS,
+      store,
+      summarizer,
+      onEvent: events.onEvent,
+    });
     const sessions = ids('redis');
     const completed = await drive(guard, sessions, (_id, input, r) => expectInvariants(input, r));
     expect(completed).toBe(SESSIONS * CALLS);
@@ -153,6 +195,8 @@ describe.skipIf(skip)('1,000 concurrent sessions, Redis store', () => {
     expect(events.of('compaction-end').length).toBe(SESSIONS);
     // Redis has no bound of its own: every session is there, complete (none evicted mid-conversation).
     const states = await Promise.all(sessions.map((id) => store.get(id)));
-    expect(states.every((s) => s?.calls === CALLS && s.usageRecorded === CALLS && s.memo?.summary !== undefined)).toBe(true);
+    expect(states.every((s) => s?.calls === CALLS && s.usageRecorded === CALLS && s.memo?.summary !== undefined)).toBe(
+      true,
+    );
   });
 });

@@ -8,7 +8,13 @@ import { deletePrefix, skipRedisTests, startRedis, uniquePrefix, type RedisHandl
 
 const skip = skipRedisTests('test/adapters/redis/redis-store.test.ts');
 
-const state = (calls: number, extra: Partial<SessionState> = {}): SessionState => ({ version: 1, calibration: {}, calls, usageRecorded: 0, ...extra });
+const state = (calls: number, extra: Partial<SessionState> = {}): SessionState => ({
+  version: 1,
+  calibration: {},
+  calls,
+  usageRecorded: 0,
+  ...extra,
+});
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe.skipIf(skip)('RedisStore', () => {
@@ -41,7 +47,15 @@ describe.skipIf(skip)('RedisStore', () => {
     const store = open();
     const value = state(3, {
       usageRecorded: 2,
-      calibration: { anchor: { chars: 10, mediaTokens: 0, toolChars: 0, prompt: { messages: 2, chars: 10, hash: 7 }, realTokens: 12 } },
+      calibration: {
+        anchor: {
+          chars: 10,
+          mediaTokens: 0,
+          toolChars: 0,
+          prompt: { messages: 2, chars: 10, hash: 7 },
+          realTokens: 12,
+        },
+      },
       status: { tokens: 12, source: 'provider', threshold: 6400, contextWindow: 8000, fraction: 0.0015 },
     });
     expect(await store.get('rt')).toBeUndefined();
@@ -117,7 +131,10 @@ describe.skipIf(skip)('RedisStore', () => {
     const clients = Array.from({ length: 50 }, () => open());
     const results = await Promise.allSettled(
       Array.from({ length: 500 }, (_, i) =>
-        (clients[i % clients.length] as RedisStore).update('contended', (current) => ({ ...(current ?? state(0)), calls: (current?.calls ?? 0) + 1 })),
+        (clients[i % clients.length] as RedisStore).update('contended', (current) => ({
+          ...(current ?? state(0)),
+          calls: (current?.calls ?? 0) + 1,
+        })),
       ),
     );
     const resolved = results.filter((r) => r.status === 'fulfilled').length;

@@ -43,14 +43,21 @@ export interface RedisHandle {
   close(): Promise<void>;
 }
 
-const truthy = (value: string | undefined) => value !== undefined && value !== '' && value !== '0' && value.toLowerCase() !== 'false';
+const truthy = (value: string | undefined) =>
+  value !== undefined && value !== '' && value !== '0' && value.toLowerCase() !== 'false';
 
 /** Whether we run in CI (the issue's `CI=true`; any non-false value counts). */
 export const inCI = truthy(process.env.CI);
 
 /** The redis-server binary: REDIS_SERVER_BIN, else the first `redis-server` on PATH, else undefined. */
 export function redisServerBin(): string | undefined {
-  const candidates = [process.env.REDIS_SERVER_BIN, ...(process.env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, 'redis-server'))];
+  const candidates = [
+    process.env.REDIS_SERVER_BIN,
+    ...(process.env.PATH ?? '')
+      .split(delimiter)
+      .filter(Boolean)
+      .map((dir) => join(dir, 'redis-server')),
+  ];
   for (const candidate of candidates) {
     if (!candidate) continue;
     try {
@@ -78,7 +85,9 @@ export function skipRedisTests(file: string): boolean {
   if (redisServerBin() !== undefined || process.env.REDIS_URL) return false;
   const why = `context-guard: no Redis for ${file}: REDIS_URL is not set and no redis-server binary was found (REDIS_SERVER_BIN, PATH).`;
   if (!inCI && truthy(process.env.CONTEXT_GUARD_SKIP_REDIS)) {
-    process.stderr.write(`\n*** SKIPPED: ${why}\n*** CONTEXT_GUARD_SKIP_REDIS is set: the Redis tests of ${file} do NOT run. ${HOW_TO_FIX}\n\n`);
+    process.stderr.write(
+      `\n*** SKIPPED: ${why}\n*** CONTEXT_GUARD_SKIP_REDIS is set: the Redis tests of ${file} do NOT run. ${HOW_TO_FIX}\n\n`,
+    );
     return true;
   }
   throw new Error(
@@ -102,7 +111,8 @@ export function freePort(): Promise<number> {
   });
 }
 
-const encode = (args: string[]) => `*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join('')}`;
+const encode = (args: string[]) =>
+  `*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join('')}`;
 
 /** Sends one RESP command on a fresh connection and returns the reply (first line, or the bulk string). */
 export function rawCommand(host: string, port: number, args: string[], timeoutMs = 2_000): Promise<string> {
@@ -115,7 +125,10 @@ export function rawCommand(host: string, port: number, args: string[], timeoutMs
       if (error) reject(error);
       else resolve(reply as string);
     };
-    const timer = setTimeout(() => done(new Error(`redis ${args[0]} on ${host}:${port}: no reply within ${timeoutMs} ms`)), timeoutMs);
+    const timer = setTimeout(
+      () => done(new Error(`redis ${args[0]} on ${host}:${port}: no reply within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
     socket.on('connect', () => socket.write(encode(args)));
     socket.on('error', (error) => done(error));
     socket.on('data', (chunk) => {
@@ -137,7 +150,12 @@ export function rawCommand(host: string, port: number, args: string[], timeoutMs
   });
 }
 
-async function waitForPing(host: string, port: number, timeoutMs: number, exited: () => string | undefined): Promise<void> {
+async function waitForPing(
+  host: string,
+  port: number,
+  timeoutMs: number,
+  exited: () => string | undefined,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < deadline) {
@@ -176,7 +194,24 @@ async function spawnServer(bin: string): Promise<RedisHandle> {
       output = '';
       const proc = spawn(
         bin,
-        ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--daemonize', 'no', '--logfile', '', '--loglevel', 'warning'],
+        [
+          '--port',
+          String(port),
+          '--bind',
+          '127.0.0.1',
+          '--save',
+          '',
+          '--appendonly',
+          'no',
+          '--dir',
+          dir,
+          '--daemonize',
+          'no',
+          '--logfile',
+          '',
+          '--loglevel',
+          'warning',
+        ],
         { stdio: ['ignore', 'pipe', 'pipe'] },
       );
       children.add(proc);
@@ -327,7 +362,8 @@ export async function startRedis(options: { controllable?: boolean } = {}): Prom
 }
 
 /** A key prefix no other test run shares, so tests on one server never see each other's keys. */
-export const uniquePrefix = (name: string) => `cgtest:${name}:${process.pid}:${Date.now().toString(36)}:${Math.random().toString(36).slice(2, 8)}:`;
+export const uniquePrefix = (name: string) =>
+  `cgtest:${name}:${process.pid}:${Date.now().toString(36)}:${Math.random().toString(36).slice(2, 8)}:`;
 
 /** Deletes every key under `prefix` (SCAN, so it is safe on a shared server). */
 export async function deletePrefix(handle: RedisHandle, prefix: string): Promise<void> {

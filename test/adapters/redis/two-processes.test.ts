@@ -61,7 +61,13 @@ class Worker {
   }
 
   static start(name: string): Worker {
-    return new Worker(name, spawn(process.execPath, [WORKER], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1' } }));
+    return new Worker(
+      name,
+      spawn(process.execPath, [WORKER], {
+        stdio: ['pipe', 'pipe', 'pipe'],
+        env: { ...process.env, NODE_NO_WARNINGS: '1' },
+      }),
+    );
   }
 
   /** Sends a request; resolves with its id and the worker's answer. */
@@ -94,7 +100,8 @@ class Worker {
 // ------------------------------------------------------------------------------------------------
 
 const FILLER = 'The build log shows the step finished; the next file needs the same change applied carefully. ';
-const text = (label: string, chars: number) => `${label}: ${FILLER.repeat(Math.ceil(chars / FILLER.length))}`.slice(0, chars).trimEnd();
+const text = (label: string, chars: number) =>
+  `${label}: ${FILLER.repeat(Math.ceil(chars / FILLER.length))}`.slice(0, chars).trimEnd();
 
 /** The turn appended before call `i`: the model's previous answer (maybe a tool step), then the user's next request. */
 function turn(i: number, tag: string): GuardMessage[] {
@@ -102,11 +109,27 @@ function turn(i: number, tag: string): GuardMessage[] {
   if (i % 3 === 1) {
     const id = `${tag}-call-${i}`;
     out.push(
-      { role: 'assistant', content: [{ type: 'tool-call', toolCallId: id, toolName: 'read_file', input: { path: `src/file-${i}.ts` } }] },
-      { role: 'tool', content: [{ type: 'tool-result', toolCallId: id, toolName: 'read_file', output: { type: 'text', value: text(`contents of file-${i}`, 1_400) } }] },
+      {
+        role: 'assistant',
+        content: [{ type: 'tool-call', toolCallId: id, toolName: 'read_file', input: { path: `src/file-${i}.ts` } }],
+      },
+      {
+        role: 'tool',
+        content: [
+          {
+            type: 'tool-result',
+            toolCallId: id,
+            toolName: 'read_file',
+            output: { type: 'text', value: text(`contents of file-${i}`, 1_400) },
+          },
+        ],
+      },
     );
   }
-  out.push({ role: 'assistant', content: [{ type: 'text', text: text(`${tag} answer ${i}`, 700 + ((i * 137) % 600)) }] });
+  out.push({
+    role: 'assistant',
+    content: [{ type: 'text', text: text(`${tag} answer ${i}`, 700 + ((i * 137) % 600)) }],
+  });
   out.push({ role: 'user', content: text(`${tag} request ${i + 1}`, 500 + ((i * 71) % 400)) });
   return out;
 }
@@ -137,7 +160,10 @@ describe.skipIf(skip)('two processes on one Redis', () => {
     a = Worker.start('process A');
     b = Worker.start('process B');
     const init: WorkerInit = { url: redis.url, prefix, contextWindow: WINDOW, summarizerDelayMs: 100 };
-    const [pa, pb] = await Promise.all([a.call<{ pid: number }>('init', { init }), b.call<{ pid: number }>('init', { init })]);
+    const [pa, pb] = await Promise.all([
+      a.call<{ pid: number }>('init', { init }),
+      b.call<{ pid: number }>('init', { init }),
+    ]);
     expect(pa.pid).not.toBe(pb.pid);
     reader = new RedisStore({ url: redis.url, prefix });
   }, 30_000);
@@ -177,7 +203,8 @@ describe.skipIf(skip)('two processes on one Redis', () => {
 
       // Byte-stable prefix across processes: without a new compaction, what was sent last time
       // (by the other process) is exactly the start of what is sent now.
-      if (previous && !r.compaction) expect(json(r.messages.slice(0, previous.messages.length))).toBe(json(previous.messages));
+      if (previous && !r.compaction)
+        expect(json(r.messages.slice(0, previous.messages.length))).toBe(json(previous.messages));
 
       // The same history through the other process gives the same messages, without compacting
       // again: right after a compaction (before its real count arrives) and now and then.
@@ -191,7 +218,10 @@ describe.skipIf(skip)('two processes on one Redis', () => {
 
       await primary.call('after', {
         sessionId: session,
-        usage: { inputTokens: realCount(r.messages), outputTokens: Math.ceil(text('x', 700 + (((i + 1) * 137) % 600)).length / 4) },
+        usage: {
+          inputTokens: realCount(r.messages),
+          outputTokens: Math.ceil(text('x', 700 + (((i + 1) * 137) % 600)).length / 4),
+        },
       });
       afterCalls++;
       if (r.compaction || i % 7 === 3) await compare();
@@ -204,7 +234,9 @@ describe.skipIf(skip)('two processes on one Redis', () => {
     expect(compactions.length).toBeGreaterThanOrEqual(3);
     expect(compactions.some((c) => c.summarizerCalls > 0)).toBe(true);
     // Both processes compacted (the session really moved between them).
-    expect(new Set(s.flatMap((w) => w.compactions.filter((c) => c.sessionId === session).map(() => w.pid))).size).toBe(2);
+    expect(new Set(s.flatMap((w) => w.compactions.filter((c) => c.sessionId === session).map(() => w.pid))).size).toBe(
+      2,
+    );
     // One summarizer call per compaction chunk in total: no process summarized what the other did.
     expect(summarizerCallsOf(s)).toBe(compactions.reduce((n, c) => n + c.summarizerCalls, 0));
     // No compaction repeated for the same history.
@@ -230,7 +262,9 @@ describe.skipIf(skip)('two processes on one Redis', () => {
       b.call<Before>('before', { sessionId: session, messages: history }),
     ]);
     const after = await stats();
-    const newCompactions = compactionsOf(after).filter((c) => !compactionsOf(before).some((o) => o.requestId === c.requestId));
+    const newCompactions = compactionsOf(after).filter(
+      (c) => !compactionsOf(before).some((o) => o.requestId === c.requestId),
+    );
     expect(newCompactions).toHaveLength(1);
     expect([ra.compaction, rb.compaction].filter(Boolean)).toHaveLength(1);
     const compaction = newCompactions[0] as WorkerStats['compactions'][number];
@@ -250,7 +284,10 @@ describe.skipIf(skip)('two processes on one Redis', () => {
     for (let i = 40; i < 52; i++) history = [...history, ...turn(i, 'alt')];
     const { ra } = await concurrently(session, history);
     // Later calls with this history re-apply that compaction in either process.
-    const again = await Promise.all([a.call<Before>('before', { sessionId: session, messages: history }), b.call<Before>('before', { sessionId: session, messages: history })]);
+    const again = await Promise.all([
+      a.call<Before>('before', { sessionId: session, messages: history }),
+      b.call<Before>('before', { sessionId: session, messages: history }),
+    ]);
     for (const r of again) {
       expect(r.compaction).toBeNull();
       expect(json(r.messages)).toBe(json(ra.messages));
@@ -262,7 +299,10 @@ describe.skipIf(skip)('two processes on one Redis', () => {
     let history = start('fresh');
     for (let i = 0; i < 30; i++) history = [...history, ...turn(i, 'fresh')];
     const { ra } = await concurrently(session, history);
-    const again = await Promise.all([a.call<Before>('before', { sessionId: session, messages: history }), b.call<Before>('before', { sessionId: session, messages: history })]);
+    const again = await Promise.all([
+      a.call<Before>('before', { sessionId: session, messages: history }),
+      b.call<Before>('before', { sessionId: session, messages: history }),
+    ]);
     for (const r of again) {
       expect(r.compaction).toBeNull();
       expect(json(r.messages)).toBe(json(ra.messages));

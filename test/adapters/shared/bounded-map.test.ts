@@ -32,6 +32,7 @@ describe('BoundedMap', () => {
   });
 
   it('rejects a limit that is not a positive integer', () => {
-    for (const max of [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY]) expect(() => new BoundedMap(max)).toThrow(RangeError);
+    for (const max of [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY])
+      expect(() => new BoundedMap(max)).toThrow(RangeError);
   });
 });

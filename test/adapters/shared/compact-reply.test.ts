@@ -15,7 +15,9 @@ describe('requestCompaction', () => {
     const guard = createContextGuard({ contextWindow: 100_000 });
     await guard.beforeModel({ sessionId: 's', messages: [{ role: 'user', content: 'x'.repeat(4_000) }] });
     const compact = vi.spyOn(guard, 'compact');
-    expect(await requestCompaction(guard, 's', 'tests', 0.2)).toMatch(/^No compaction needed: the conversation uses \d+% of the context window \(\d+ tokens\)\.$/);
+    expect(await requestCompaction(guard, 's', 'tests', 0.2)).toMatch(
+      /^No compaction needed: the conversation uses \d+% of the context window \(\d+ tokens\)\.$/,
+    );
     expect(compact).not.toHaveBeenCalled();
   });
 
@@ -27,7 +29,9 @@ describe('requestCompaction', () => {
     expect(answer).toMatch(/^Compaction scheduled \(the conversation uses \d+% of the context window\)\. /);
     expect(answer).toContain('focused on "the failing tests"');
     expect(compact).toHaveBeenCalledWith('s', { focus: 'the failing tests' });
-    expect(await requestCompaction(guard, 'unseen', undefined, 0.2)).toMatch(/^Compaction scheduled\. Before your next step/);
+    expect(await requestCompaction(guard, 'unseen', undefined, 0.2)).toMatch(
+      /^Compaction scheduled\. Before your next step/,
+    );
     expect(compact).toHaveBeenLastCalledWith('unseen', {});
   });
 });

@@ -1,11 +1,17 @@
 import { describe, expect, it, vi } from 'vitest';
-import { contextWindowFor, isUsableWindow, modelsNameModel, ownedGuardWindow, reportAdapterError } from '../../../adapters/shared/model-window.ts';
+import {
+  contextWindowFor,
+  isUsableWindow,
+  modelsNameModel,
+  ownedGuardWindow,
+  reportAdapterError,
+} from '../../../adapters/shared/model-window.ts';
 import { createContextGuard, resolveModelInfo, type ContextGuardEvent } from '../../../src/index.ts';
 
 const GPT_4O = resolveModelInfo('gpt-4o')!.contextWindow;
 
 describe('modelsNameModel', () => {
-  it("matches as the registry does: normalized ids, longest prefix at a name boundary", () => {
+  it('matches as the registry does: normalized ids, longest prefix at a name boundary', () => {
     expect(modelsNameModel('gpt-4o-2024-08-06', { 'gpt-4o': 30_000 })).toBe(true);
     expect(modelsNameModel('openai/gpt-4o', { 'gpt-4o': 30_000 })).toBe(true);
     expect(modelsNameModel('gpt-4o', { 'openai/gpt-4o': 30_000 })).toBe(true);
@@ -25,13 +31,16 @@ describe('isUsableWindow', () => {
   it('a finite number of tokens at least the minimum; not a placeholder or a fraction', () => {
     expect(isUsableWindow(1_000)).toBe(true);
     expect(isUsableWindow(200_000)).toBe(true);
-    for (const window of [999, 0.5, 0, -1, Number.NaN, Number.POSITIVE_INFINITY, '8000', undefined]) expect(isUsableWindow(window)).toBe(false);
+    for (const window of [999, 0.5, 0, -1, Number.NaN, Number.POSITIVE_INFINITY, '8000', undefined])
+      expect(isUsableWindow(window)).toBe(false);
   });
 });
 
 describe('contextWindowFor', () => {
   it("the user's settings first: the guard's window, then a models entry naming the model", () => {
-    expect(contextWindowFor(createContextGuard({ contextWindow: 9_000 }), { modelId: 'gpt-4o', contextWindow: 50_000 })).toBe(9_000);
+    expect(
+      contextWindowFor(createContextGuard({ contextWindow: 9_000 }), { modelId: 'gpt-4o', contextWindow: 50_000 }),
+    ).toBe(9_000);
     const guard = createContextGuard({ models: { 'gpt-4o': 30_000 } });
     expect(contextWindowFor(guard, { modelId: 'gpt-4o-2024-08-06', contextWindow: 50_000 })).toBe(30_000);
   });
@@ -78,7 +87,9 @@ describe('ownedGuardWindow', () => {
   it("the user's window; else the declared one unless a models entry names the model; a placeholder is none", () => {
     expect(ownedGuardWindow({ contextWindow: 9_000 }, { modelId: 'gpt-4o', contextWindow: 50_000 })).toBe(9_000);
     expect(ownedGuardWindow({}, { modelId: 'gpt-4o', contextWindow: 50_000 })).toBe(50_000);
-    expect(ownedGuardWindow({ models: { 'gpt-4o': 30_000 } }, { modelId: 'gpt-4o', contextWindow: 50_000 })).toBeUndefined();
+    expect(
+      ownedGuardWindow({ models: { 'gpt-4o': 30_000 } }, { modelId: 'gpt-4o', contextWindow: 50_000 }),
+    ).toBeUndefined();
     expect(ownedGuardWindow({}, { modelId: 'gpt-4o', contextWindow: 500 })).toBeUndefined();
     expect(ownedGuardWindow({}, { modelId: 'gpt-4o' })).toBeUndefined();
   });
@@ -105,6 +116,8 @@ describe('reportAdapterError', () => {
       },
     });
     expect(() => reportAdapterError(guard, { stage: 'beforeModel', error: new Error('x') })).not.toThrow();
-    expect(() => reportAdapterError(createContextGuard({ contextWindow: 8_000 }), { stage: 'beforeModel', error: 1 })).not.toThrow();
+    expect(() =>
+      reportAdapterError(createContextGuard({ contextWindow: 8_000 }), { stage: 'beforeModel', error: 1 }),
+    ).not.toThrow();
   });
 });

@@ -14,7 +14,8 @@ describe('isGuardOption', () => {
     const guard = createContextGuard({ contextWindow: 8_000 });
     expect(isGuardOption({ guard })).toBe(true);
     expect(isGuardOption({ guard, sessionId: 'x' })).toBe(true);
-    for (const options of [{}, { guard: undefined }, { contextWindow: 8_000 }, null, undefined, 'guard']) expect(isGuardOption(options)).toBe(false);
+    for (const options of [{}, { guard: undefined }, { contextWindow: 8_000 }, null, undefined, 'guard'])
+      expect(isGuardOption(options)).toBe(false);
   });
 });
 
@@ -23,25 +24,33 @@ describe('adapterGuard', () => {
     const guard = createContextGuard({ contextWindow: 8_000 });
     const summarizer = vi.fn();
     const contextWindow = vi.fn();
-    expect(adapterGuard<AdapterOptions>({ guard, sessionId: 's' }, ['sessionId'], { summarizer, contextWindow })).toEqual({ guard, owned: false });
+    expect(
+      adapterGuard<AdapterOptions>({ guard, sessionId: 's' }, ['sessionId'], { summarizer, contextWindow }),
+    ).toEqual({ guard, owned: false });
     expect(summarizer).not.toHaveBeenCalled();
     expect(contextWindow).not.toHaveBeenCalled();
   });
 
   it("creates a guard from the core options, without the adapter's own keys (the core rejects unknown keys)", () => {
     const options = { contextWindow: 8_000, warnAt: 0.5, sessionId: 's', retryOnOverflow: false };
-    const { guard, owned } = adapterGuard<AdapterOptions>(options, ['sessionId', 'retryOnOverflow'], { summarizer: () => async () => 'summary' });
+    const { guard, owned } = adapterGuard<AdapterOptions>(options, ['sessionId', 'retryOnOverflow'], {
+      summarizer: () => async () => 'summary',
+    });
     expect(owned).toBe(true);
     expect(guard.options).toMatchObject({ contextWindow: 8_000, warnAt: 0.5 });
     expect(options).toEqual({ contextWindow: 8_000, warnAt: 0.5, sessionId: 's', retryOnOverflow: false });
-    expect(() => adapterGuard<AdapterOptions>({ contextWindow: 8_000, sessionId: 's' }, [], { summarizer: () => async () => '' })).toThrow(/sessionId/);
+    expect(() =>
+      adapterGuard<AdapterOptions>({ contextWindow: 8_000, sessionId: 's' }, [], { summarizer: () => async () => '' }),
+    ).toThrow(/sessionId/);
   });
 
   it("the adapter's summarizer only when the options name none, made only then", () => {
     const own: Summarizer = async () => 'own';
     const adapters: Summarizer = async () => 'adapter';
     const made = vi.fn(() => adapters);
-    expect(adapterGuard({ contextWindow: 8_000, summarizer: own }, [], { summarizer: made }).guard.options.summarizer).toBe(own);
+    expect(
+      adapterGuard({ contextWindow: 8_000, summarizer: own }, [], { summarizer: made }).guard.options.summarizer,
+    ).toBe(own);
     expect(made).not.toHaveBeenCalled();
     expect(adapterGuard({ contextWindow: 8_000 }, [], { summarizer: made }).guard.options.summarizer).toBe(adapters);
     expect(made).toHaveBeenCalledTimes(1);
@@ -50,11 +59,17 @@ describe('adapterGuard', () => {
   it("the adapter's window only when the options set none", () => {
     const contextWindow = vi.fn(() => 50_000);
     const summarizer = () => async () => '';
-    expect(adapterGuard({ contextWindow: 9_000 }, [], { summarizer, contextWindow }).guard.options.contextWindow).toBe(9_000);
+    expect(adapterGuard({ contextWindow: 9_000 }, [], { summarizer, contextWindow }).guard.options.contextWindow).toBe(
+      9_000,
+    );
     expect(contextWindow).not.toHaveBeenCalled();
-    expect(adapterGuard({ models: { acme: 2_000 } }, [], { summarizer, contextWindow }).guard.options.contextWindow).toBe(50_000);
+    expect(
+      adapterGuard({ models: { acme: 2_000 } }, [], { summarizer, contextWindow }).guard.options.contextWindow,
+    ).toBe(50_000);
     expect(contextWindow).toHaveBeenCalledWith({ models: { acme: 2_000 } });
-    expect(adapterGuard({}, [], { summarizer, contextWindow: () => undefined }).guard.options.contextWindow).toBeUndefined();
+    expect(
+      adapterGuard({}, [], { summarizer, contextWindow: () => undefined }).guard.options.contextWindow,
+    ).toBeUndefined();
   });
 });
 
@@ -72,7 +87,13 @@ describe('latestModelSummarizer', () => {
   });
 
   it('throws, saying why, for a session whose model it has not seen (the guard then uses its digest)', () => {
-    const summarizer = latestModelSummarizer(() => undefined, () => async () => '', 'no model is known for this session yet');
-    expect(() => summarizer(summarizerInput('restored'))).toThrow('context-guard: no model is known for this session yet');
+    const summarizer = latestModelSummarizer(
+      () => undefined,
+      () => async () => '',
+      'no model is known for this session yet',
+    );
+    expect(() => summarizer(summarizerInput('restored'))).toThrow(
+      'context-guard: no model is known for this session yet',
+    );
   });
 });

@@ -67,7 +67,9 @@ describe('deriveSessionId', () => {
   it('the same for every call of one conversation: only its system messages and first user message count', () => {
     const id = deriveSessionId([system, first]);
     expect(id).toMatch(/^auto:[0-9a-f]{16}$/);
-    expect(deriveSessionId([system, first, { role: 'assistant', content: 'ok' }, { role: 'user', content: 'more' }])).toBe(id);
+    expect(
+      deriveSessionId([system, first, { role: 'assistant', content: 'ok' }, { role: 'user', content: 'more' }]),
+    ).toBe(id);
     expect(deriveSessionId([system, { ...first, content: [{ type: 'text', text: 'Fix another bug.' }] }])).not.toBe(id);
   });
 

@@ -10,11 +10,18 @@ const throwing = (key: string) =>
 
 describe('usageFromAiSdk', () => {
   it('V3/V4 usage: the total input tokens (cached included), else the sum of the parts', () => {
-    expect(usageFromAiSdk({ inputTokens: { total: 1500, noCache: 200, cacheRead: 1300 }, outputTokens: { total: 5, text: 5 } })).toEqual({
+    expect(
+      usageFromAiSdk({
+        inputTokens: { total: 1500, noCache: 200, cacheRead: 1300 },
+        outputTokens: { total: 5, text: 5 },
+      }),
+    ).toEqual({
       inputTokens: 1500,
       outputTokens: 5,
     });
-    expect(usageFromAiSdk({ inputTokens: { noCache: 900, cacheRead: 300, cacheWrite: 100 } })).toEqual({ inputTokens: 1300 });
+    expect(usageFromAiSdk({ inputTokens: { noCache: 900, cacheRead: 300, cacheWrite: 100 } })).toEqual({
+      inputTokens: 1300,
+    });
     expect(usageFromAiSdk({ inputTokens: { noCache: 900 } })).toEqual({ inputTokens: 900 });
   });
 
@@ -23,7 +30,16 @@ describe('usageFromAiSdk', () => {
   });
 
   it('no input count, no usage; a getter that throws, no usage', () => {
-    for (const value of [undefined, null, 3, {}, { inputTokens: {} }, { inputTokens: { total: '10' } }, { outputTokens: 5 }, throwing('inputTokens')]) {
+    for (const value of [
+      undefined,
+      null,
+      3,
+      {},
+      { inputTokens: {} },
+      { inputTokens: { total: '10' } },
+      { outputTokens: 5 },
+      throwing('inputTokens'),
+    ]) {
       expect(usageFromAiSdk(value), JSON.stringify(value)).toBeUndefined();
     }
     expect(usageFromAiSdk({ inputTokens: 10, outputTokens: throwing('total') })).toBeUndefined();
@@ -32,7 +48,16 @@ describe('usageFromAiSdk', () => {
 
 describe('usageFromMessage', () => {
   it("LangChain's usage_metadata: input_tokens (cached included) and output_tokens", () => {
-    expect(usageFromMessage({ usage_metadata: { input_tokens: 1200, output_tokens: 30, total_tokens: 1230, input_token_details: { cache_read: 1000 } } })).toEqual({
+    expect(
+      usageFromMessage({
+        usage_metadata: {
+          input_tokens: 1200,
+          output_tokens: 30,
+          total_tokens: 1230,
+          input_token_details: { cache_read: 1000 },
+        },
+      }),
+    ).toEqual({
       inputTokens: 1200,
       outputTokens: 30,
     });
@@ -40,7 +65,15 @@ describe('usageFromMessage', () => {
   });
 
   it('nothing without a numeric input_tokens, and never throws', () => {
-    for (const value of [undefined, null, 'text', {}, { usage_metadata: null }, { usage_metadata: { output_tokens: 3 } }, throwing('usage_metadata')]) {
+    for (const value of [
+      undefined,
+      null,
+      'text',
+      {},
+      { usage_metadata: null },
+      { usage_metadata: { output_tokens: 3 } },
+      throwing('usage_metadata'),
+    ]) {
       expect(usageFromMessage(value)).toBeUndefined();
     }
   });
@@ -48,7 +81,10 @@ describe('usageFromMessage', () => {
 
 describe('usageFromLLMOutput', () => {
   it('the OpenAI-style run totals of older integrations', () => {
-    expect(usageFromLLMOutput({ tokenUsage: { promptTokens: 900, completionTokens: 12, totalTokens: 912 } })).toEqual({ inputTokens: 900, outputTokens: 12 });
+    expect(usageFromLLMOutput({ tokenUsage: { promptTokens: 900, completionTokens: 12, totalTokens: 912 } })).toEqual({
+      inputTokens: 900,
+      outputTokens: 12,
+    });
     expect(usageFromLLMOutput({ tokenUsage: { completionTokens: 12 } })).toBeUndefined();
     expect(usageFromLLMOutput(undefined)).toBeUndefined();
     expect(usageFromLLMOutput(throwing('tokenUsage'))).toBeUndefined();
@@ -65,7 +101,10 @@ describe('addUsage', () => {
 
   it('has no output count unless a part had one', () => {
     expect(addUsage({ inputTokens: 5 }, { inputTokens: 7 })).toEqual({ inputTokens: 12 });
-    expect(addUsage({ inputTokens: 5 }, { inputTokens: 0, outputTokens: 3 })).toEqual({ inputTokens: 5, outputTokens: 3 });
+    expect(addUsage({ inputTokens: 5 }, { inputTokens: 0, outputTokens: 3 })).toEqual({
+      inputTokens: 5,
+      outputTokens: 3,
+    });
     expect(addUsage(undefined, undefined)).toBeUndefined();
   });
 });
