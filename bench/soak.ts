@@ -127,7 +127,7 @@ import {
   type ToolResultOutput,
 } from '../src/index.ts';
 // Internals, only to price the irreducible part exactly as the pipeline does (explained overflows).
-import { priceAfterReset, resetCalibration } from '../src/tokens/calibration.ts';
+import { compactionCalibration, priceAfterReset, resetCalibration } from '../src/tokens/calibration.ts';
 import { pairingProblems } from '../test/compaction/pairing.ts';
 import { png } from '../test/png.ts';
 import { encodingFor, textMeasure } from '../src/tokens/exact.ts';
@@ -1739,10 +1739,27 @@ async function runConversation(
           if (k === request && Array.isArray(m.content)) mediaParts += (m.content as unknown[]).filter(isMedia).length;
         });
         const stateAfter = await store.get(sessionId);
+        // As the guard prices it: after a compaction, the calibration it left; otherwise the one a
+        // compaction of what was sent would plan with (the reset, and what the estimate of the sent
+        // prompt knew beyond it as an offset).
+        let sentChars = tools.reduce((n, t) => n + measureTool(t, text.length), 0);
+        let sentMedia = 0;
+        for (const m of out) {
+          if (!isMessage(m)) continue;
+          const x = measureMessage(m, provider, text.length);
+          sentChars += x.chars;
+          sentMedia += x.mediaTokens;
+        }
         const reset =
           stateAfter?.calibration.reference && !stateAfter.calibration.anchor
             ? stateAfter.calibration
-            : resetCalibration(stateBefore?.calibration ?? {});
+            : compactionCalibration(
+                stateBefore?.calibration ?? {},
+                guard.options.calibration,
+                r.tokens,
+                sentChars,
+                sentMedia,
+              );
         const price = priceAfterReset({ ...reset, pending: undefined }, guard.options.calibration);
         const placeholders = mediaParts * MEDIA_PLACEHOLDER_CHARS;
         pricing = (what) =>

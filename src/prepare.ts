@@ -4,7 +4,7 @@
 // incremental caches: no store, no events.
 import type { Call } from './call.ts';
 import type { ResolvedCalibration } from './config.ts';
-import { renderView, requestEditsDropped, type CompactionMemo, type View } from './compaction/memo.ts';
+import { renderView, replaceMedia, requestEditsDropped, type CompactionMemo, type View } from './compaction/memo.ts';
 import { hasCompactable, requestIndex } from './compaction/request.ts';
 import { lastUnitStart, repairToolPairing } from './compaction/structure.ts';
 import type { SessionState } from './state/session.ts';
@@ -120,26 +120,38 @@ export function prepare(call: Call, state: SessionState, c: ResolvedCalibration,
   // Still edited although the request alone would fit: a compaction can make room for it (the
   // steps before the last resort never touch the request). Once per new information: a compaction
   // that kept the edits decided on this very history and calibration.
-  const edited = best.memo !== undefined && requestEditsDropped(best.memo, request) !== undefined;
   const decided = best.memo?.requestDecided;
   const unchanged =
     decided?.request === request &&
     decided.messages === call.hostMessages.length &&
     decided.usage === state.usageRecorded;
-  return edited && !unchanged && requestFitsAlone(call, state, request, best, c)
-    ? { ...best, requestEdited: true }
-    : best;
+  if (!best.memo || unchanged) return best;
+  // The text cut although it fits without its media; media left out although they fit too.
+  const cut = best.memo.requestClip?.index === request;
+  const media = !cut && requestEditsDropped(best.memo, request) !== undefined;
+  const fits = (withMedia: boolean) => requestFitsAlone(call, state, request, best, c, withMedia);
+  return (cut && fits(false)) || (media && fits(true)) ? { ...best, requestEdited: true } : best;
 }
 
-/** Whether the system messages, tools and the latest request, whole, fit: priced as a compaction of `p` would price its smallest prompt. */
+/**
+ * Whether the system messages, tools and the latest request (its text whole; its media too, or
+ * named instead) fit: priced as a compaction of `p` would price its smallest prompt.
+ */
 function requestFitsAlone(
   call: Call,
   state: SessionState,
   request: number,
   p: Prepared,
   c: ResolvedCalibration,
+  withMedia: boolean,
 ): boolean {
-  const alone = call.measureApart(call.hostMessages.filter((m, i) => m.role === 'system' || i === request));
+  const alone = call.measureApart(
+    call.hostMessages.flatMap((m, i) => {
+      if (m.role === 'system') return [m];
+      if (i !== request) return [];
+      return [withMedia ? m : replaceMedia(m, () => true)];
+    }),
+  );
   const planned = compactionCalibration(state.calibration, c, p.est.tokens, p.measured.chars, p.measured.mediaTokens);
   return priceAfterReset(planned, c)(alone.chars, alone.mediaTokens) <= call.threshold;
 }
