@@ -127,7 +127,7 @@ import {
   type ToolResultOutput,
 } from '../src/index.ts';
 // Internals, only to price the irreducible part exactly as the pipeline does (explained overflows).
-import { compactionCalibration, priceAfterReset, resetCalibration } from '../src/tokens/calibration.ts';
+import { compactionCalibration, priceAfterReset } from '../src/tokens/calibration.ts';
 import { pairingProblems } from '../test/compaction/pairing.ts';
 import { png } from '../test/png.ts';
 import { encodingFor, textMeasure } from '../src/tokens/exact.ts';
