@@ -4,12 +4,8 @@
 import { tool, type Tool } from 'ai';
 import { z } from 'zod';
 import type { ContextGuard } from '../../src/index.ts';
-import {
-  COMPACT_FOCUS_DESCRIPTION,
-  COMPACT_TOOL_DESCRIPTION,
-  guardOf,
-  requestCompaction,
-} from '../shared/compact-reply.ts';
+import { COMPACT_FOCUS_DESCRIPTION, COMPACT_TOOL_DESCRIPTION } from '../shared/compact-reply.ts';
+import { guardOf, requestCompaction } from '../shared/compact-reply.ts';
 import { deriveSessionId } from '../shared/session-id.ts';
 import { sessionOfToolCall } from './sessions.ts';
 

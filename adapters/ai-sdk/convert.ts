@@ -74,6 +74,18 @@ function optional(key: string, value: unknown): Record<string, unknown> {
   return value === undefined ? {} : { [key]: value };
 }
 
+/** A V4 or V3 file part of media data, the data converted by `toData` (each version wants its own form). */
+function fileOf(toData: (data: never) => unknown) {
+  return (data: unknown, mediaType: string, filename: string | undefined, providerOptions: unknown) =>
+    ({
+      type: 'file',
+      data: toData(data as never),
+      mediaType,
+      ...optional('filename', filename),
+      ...optional('providerOptions', providerOptions),
+    }) as never;
+}
+
 // A provider file id (V4 `{ type: 'reference' }`, V3 `file-id`) is data the guard cannot read. As a
 // string with a URL scheme the estimator prices it as a referenced file (never by its length), and
 // the prefix lets the way back restore the id when the guard rebuilt the part around it.
@@ -457,15 +469,7 @@ const v4: Dialect = {
         : { type: 'file-data', data, mediaType, ...optional('filename', item['filename']), ...providerOptions },
     );
   },
-  fromMedia(data, mediaType, filename, providerOptions) {
-    return {
-      type: 'file',
-      data: toV4Data(data),
-      mediaType,
-      ...optional('filename', filename),
-      ...optional('providerOptions', providerOptions),
-    };
-  },
+  fromMedia: fileOf(toV4Data),
   fromItem(item) {
     if (item.type !== 'image-data' && item.type !== 'file-data' && item.type !== 'media') return item;
     return {
@@ -532,15 +536,7 @@ const v3: Dialect = {
         return item;
     }
   },
-  fromMedia(data, mediaType, filename, providerOptions) {
-    return {
-      type: 'file',
-      data: toBytes(data),
-      mediaType,
-      ...optional('filename', filename),
-      ...optional('providerOptions', providerOptions),
-    };
-  },
+  fromMedia: fileOf(toBytes),
   fromItem(item) {
     if (item.type !== 'image-data' && item.type !== 'file-data' && item.type !== 'media') return item;
     const image = item.type === 'image-data' || (item.type === 'media' && isImage(item['mediaType']));

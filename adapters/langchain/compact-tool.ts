@@ -3,12 +3,8 @@
 import { tool } from '@langchain/core/tools';
 import { z } from 'zod';
 import type { ContextGuard } from '../../src/index.ts';
-import {
-  COMPACT_FOCUS_DESCRIPTION,
-  COMPACT_TOOL_DESCRIPTION,
-  guardOf,
-  requestCompaction,
-} from '../shared/compact-reply.ts';
+import { COMPACT_FOCUS_DESCRIPTION, COMPACT_TOOL_DESCRIPTION } from '../shared/compact-reply.ts';
+import { guardOf, requestCompaction } from '../shared/compact-reply.ts';
 import { resolveSessionId } from '../shared/session-id.ts';
 import { threadIdOf } from './model-info.ts';
 

@@ -40,24 +40,22 @@ export function usageFromAiSdk(value: unknown): ModelUsage | undefined {
   );
 }
 
+/** The usage in `value[field]`, a record with the input and output counts under the keys named. */
+function usageIn(value: unknown, field: string, input: string, output: string): ModelUsage | undefined {
+  return safely((v) => {
+    const counts = isRecord(v) ? v[field] : undefined;
+    return isRecord(counts) ? usage(numberOr(counts[input]), numberOr(counts[output])) : undefined;
+  }, value);
+}
+
 /** The usage of a LangChain message or chunk: its `usage_metadata` (`input_tokens` includes cached tokens, for every provider). */
 export function usageFromMessage(message: unknown): ModelUsage | undefined {
-  return safely((m) => {
-    const metadata = isRecord(m) ? m['usage_metadata'] : undefined;
-    return isRecord(metadata)
-      ? usage(numberOr(metadata['input_tokens']), numberOr(metadata['output_tokens']))
-      : undefined;
-  }, message);
+  return usageIn(message, 'usage_metadata', 'input_tokens', 'output_tokens');
 }
 
 /** The usage in a LangChain `llmOutput`: the OpenAI-style run totals (`tokenUsage`) of older integrations. */
 export function usageFromLLMOutput(llmOutput: unknown): ModelUsage | undefined {
-  return safely((o) => {
-    const tokenUsage = isRecord(o) ? o['tokenUsage'] : undefined;
-    return isRecord(tokenUsage)
-      ? usage(numberOr(tokenUsage['promptTokens']), numberOr(tokenUsage['completionTokens']))
-      : undefined;
-  }, llmOutput);
+  return usageIn(llmOutput, 'tokenUsage', 'promptTokens', 'completionTokens');
 }
 
 /**

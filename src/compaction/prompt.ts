@@ -4,19 +4,8 @@
 // output can contain anything, including text written to hijack the summarizer), so it is fenced in
 // a delimiter it cannot close, and the instructions say to treat it as data.
 import type { AssistantMessage, GuardMessage, ToolResultPart } from '../messages.ts';
-import {
-  MAX_LABEL_CHARS,
-  asText,
-  clipMiddle,
-  formatCount,
-  hasText,
-  mediaLabel,
-  oneLine,
-  safeJson,
-  stripInlineBinary,
-  toolOutputText,
-  userContentText,
-} from './text.ts';
+import { MAX_LABEL_CHARS, asText, clipMiddle, formatCount, hasText, mediaLabel } from './text.ts';
+import { oneLine, safeJson, stripInlineBinary, toolOutputText, userContentText } from './text.ts';
 
 export interface SummarySection {
   readonly title: string;

@@ -475,29 +475,6 @@ function isPayload(value: string, media: Record<string, unknown>): boolean {
   return !(mediaType && TEXT_MEDIA_TYPE.test(mediaType)) && BASE64_PAYLOAD.test(value);
 }
 
-/** A media part: its payload is left alone; its name, its URL and any text payload are text. */
-function redactMedia(
-  value: Record<string, unknown>,
-  redact: Redact,
-  memo: Memo,
-  depth: number,
-): Record<string, unknown> {
-  let copy: Record<string, unknown> | undefined;
-  for (const [key, v] of Object.entries(value)) {
-    if (key === 'providerOptions' || (PAYLOAD_FIELDS.has(key) && typeof v === 'string' && isPayload(v, value)))
-      continue;
-    let next: unknown = v;
-    if (v instanceof URL) {
-      const href = redact(v.href);
-      if (href !== v.href) next = href;
-    } else {
-      next = redactValue(v, redact, memo, depth + 1);
-    }
-    if (next !== v) (copy ??= { ...value })[key] = next;
-  }
-  return copy ?? value;
-}
-
 /** `value` with every string passed through `redact`: the same reference when nothing changed. */
 function redactValue(value: unknown, redact: Redact, memo: Memo, depth: number): unknown {
   if (typeof value === 'string') return isDataUrl(value) ? value : redact(value);
@@ -514,7 +491,7 @@ function redactValue(value: unknown, redact: Redact, memo: Memo, depth: number):
   const result = isArray
     ? redactArray(value, redact, memo, depth)
     : isMedia(value)
-      ? redactMedia(value, redact, memo, depth)
+      ? redactRecord(value, redact, memo, depth, true)
       : redactRecord(value, redact, memo, depth);
   memo.set(value, result);
   return result;
@@ -529,18 +506,26 @@ function redactArray(value: unknown[], redact: Redact, memo: Memo, depth: number
   return copy ?? value;
 }
 
-function redactRecord(
-  value: Record<string, unknown>,
-  redact: Redact,
-  memo: Memo,
-  depth: number,
-): Record<string, unknown> {
+/**
+ * A record with its values redacted. In a media part (`media`), the payload is left alone (it is
+ * not text, and scanning megabytes of base64 would stall the call); its name, URL and any text
+ * payload are text.
+ */
+function redactRecord(value: Record<string, unknown>, redact: Redact, memo: Memo, depth: number, media = false) {
   let copy: Record<string, unknown> | undefined;
   for (const [key, v] of Object.entries(value)) {
-    const next = redactValue(v, redact, memo, depth + 1);
+    const payload = PAYLOAD_FIELDS.has(key) && typeof v === 'string' && isPayload(v, value);
+    if (media && (key === 'providerOptions' || payload)) continue;
+    const next = media && v instanceof URL ? redactUrl(v, redact) : redactValue(v, redact, memo, depth + 1);
     if (next !== v) (copy ??= { ...value })[key] = next;
   }
   return copy ?? value;
+}
+
+/** A URL's text redacted: the same URL object when nothing was masked. */
+function redactUrl(url: URL, redact: Redact): unknown {
+  const href = redact(url.href);
+  return href === url.href ? url : href;
 }
 
 /** Fields of a part that reach the summarizer as text. */

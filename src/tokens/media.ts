@@ -57,34 +57,39 @@ export const GEMINI_TILE_SIZE = 768;
 export const GEMINI_MAX_SIDE = 3072;
 
 /**
- * What an image costs when its size cannot be read (a URL, an unknown format, a truncated header).
- * Each value is the cost of the largest image the provider bills in full, so we overcount rather
- * than undercount: OpenAI high/auto detail tops out at 2048x768 = 8 tiles = 1,445; Anthropic at
- * ~1,600 (the resize cap); Gemini 3 bills images at its default `media_resolution` (high) of 1,120,
- * which also exceeds a ~1.15 MP image under the Gemini 2 tile rule (4 tiles = 1,032).
+ * Per provider, the costs of media whose size cannot be read exactly, overcounting rather than
+ * undercounting:
+ * - `unknownImage`: an image of unknown size (a URL, an unknown format, a truncated header), the
+ *   cost of the largest image the provider bills in full: OpenAI high/auto detail tops out at
+ *   2048x768 = 8 tiles = 1,445; Anthropic at ~1,600 (the resize cap); Gemini 3 bills images at its
+ *   default `media_resolution` (high) of 1,120, which also exceeds a ~1.15 MP image under the
+ *   Gemini 2 tile rule (4 tiles = 1,032).
+ * - `pdfPage`: a PDF page. Anthropic sends every page as extracted text plus a page image and
+ *   documents 1,500-3,000 tokens a page; we take the top of the range. OpenAI also sends text plus a
+ *   page image (a letter page at high detail is 765-1,105 tokens, plus up to ~1,000 of text). Gemini
+ *   documents 258 tokens a page, and 560 at Gemini 3's default PDF `media_resolution` (medium).
  */
-export const UNKNOWN_IMAGE_TOKENS: Readonly<Record<MediaProvider, number>> = {
-  openai: 1445,
-  anthropic: 1600,
-  google: 1120,
-  generic: 1600,
+const MEDIA_COSTS: Readonly<Record<MediaProvider, { unknownImage: number; pdfPage: number }>> = {
+  openai: { unknownImage: 1445, pdfPage: 2000 },
+  anthropic: { unknownImage: 1600, pdfPage: 3000 },
+  google: { unknownImage: 1120, pdfPage: 560 },
+  generic: { unknownImage: 1600, pdfPage: 3000 },
 };
+
+const costsOf = (cost: 'unknownImage' | 'pdfPage'): Readonly<Record<MediaProvider, number>> =>
+  Object.fromEntries(Object.entries(MEDIA_COSTS).map(([provider, costs]) => [provider, costs[cost]])) as Record<
+    MediaProvider,
+    number
+  >;
+
+/** What an image costs when its size cannot be read, per provider (see MEDIA_COSTS). */
+export const UNKNOWN_IMAGE_TOKENS = costsOf('unknownImage');
 
 /** Cost of an image of unknown size for an unknown provider: the largest of the above. */
 export const DEFAULT_IMAGE_TOKENS = 1600;
 
-/**
- * Tokens per PDF page. Anthropic sends every page as extracted text plus a page image and documents
- * 1,500-3,000 tokens a page; we take the top of the range. OpenAI also sends text plus a page image
- * (a letter page at high detail is 765-1,105 tokens, plus up to ~1,000 of text). Gemini documents
- * 258 tokens a page, and 560 at Gemini 3's default PDF `media_resolution` (medium); we take 560.
- */
-export const PDF_PAGE_TOKENS: Readonly<Record<MediaProvider, number>> = {
-  openai: 2000,
-  anthropic: 3000,
-  google: 560,
-  generic: 3000,
-};
+/** Tokens per PDF page, per provider (see MEDIA_COSTS). */
+export const PDF_PAGE_TOKENS = costsOf('pdfPage');
 
 /**
  * Bytes per page assumed when a PDF's page count is not visible in the bytes we scan (the page tree
