@@ -9,8 +9,6 @@ import { summaryMessage } from './compaction/placement.ts';
 import { clipMiddle, mediaLabel } from './compaction/text.ts';
 import { CHARS_PER_TOKEN, measureMessage } from './tokens/heuristic.ts';
 
-const ROLES = new Set(['system', 'user', 'assistant', 'tool']);
-
 /** Deepest nesting searched for a cycle: no provider accepts deeper JSON anyway. */
 const MAX_DEPTH = 64;
 
@@ -50,20 +48,24 @@ function acyclicValue(value: unknown): boolean {
  * is looked into (tool-call inputs, tool-result outputs, parts of unknown types): text, reasoning
  * and media parts are flat, and this check runs on every part of every call.
  */
-function isAcyclic(parts: readonly unknown[]): boolean {
-  for (const part of parts) {
+function isAcyclic(parts: readonly unknown[], checked: readonly unknown[] | undefined): boolean {
+  for (let j = 0; j < parts.length; j++) {
+    const part = parts[j] as { type?: unknown; input?: unknown; output?: unknown } | null;
     if (typeof part !== 'object' || part === null) continue;
-    switch ((part as { type?: unknown }).type) {
+    // The value a part at this place held last call, already found free of cycles: a host that
+    // rebuilds its parts around the same values (the AI SDK) costs one comparison, not a lookup.
+    const before = checked?.[j] as { input?: unknown; output?: unknown } | undefined;
+    switch (part.type) {
       case 'text':
       case 'reasoning':
       case 'image':
       case 'file':
         continue;
       case 'tool-call':
-        if (!acyclicValue((part as { input?: unknown }).input)) return false;
+        if (part.input !== before?.input && !acyclicValue(part.input)) return false;
         continue;
       case 'tool-result':
-        if (!acyclicValue((part as { output?: unknown }).output)) return false;
+        if (part.output !== before?.output && !acyclicValue(part.output)) return false;
         continue;
       default:
         if (!acyclicValue(part)) return false;
@@ -72,22 +74,29 @@ function isAcyclic(parts: readonly unknown[]): boolean {
   return true;
 }
 
-/** Why an entry cannot be sent, or undefined when it is a message. Cheap: runs on every entry of every call. */
-function problemOf(entry: unknown): string | undefined {
+/**
+ * Why an entry cannot be sent, or undefined when it is a message. Cheap: runs on every entry of
+ * every call. `checked` is the entry at the same place in the last input found valid, if any.
+ */
+function problemOf(entry: unknown, checked?: unknown): string | undefined {
   if (entry === null || typeof entry !== 'object') return entry === null ? 'null' : `a ${typeof entry}, not a message`;
   let role: unknown;
   let content: unknown;
   try {
-    ({ role, content } = entry as { role?: unknown; content?: unknown });
+    role = (entry as { role?: unknown }).role;
+    content = (entry as { content?: unknown }).content;
   } catch {
     return 'its fields cannot be read';
   }
-  if (typeof role !== 'string' || !ROLES.has(role)) return `unknown role ${JSON.stringify(String(role)).slice(0, 40)}`;
+  if (role !== 'user' && role !== 'assistant' && role !== 'tool' && role !== 'system')
+    return `unknown role ${JSON.stringify(String(role)).slice(0, 40)}`;
   if (typeof content === 'string')
     return role === 'tool' ? 'tool message whose content is not an array of results' : undefined;
   if (!Array.isArray(content)) return 'content is neither a string nor an array of parts';
   try {
-    if (!isAcyclic(content)) return 'a part refers to itself (a cycle cannot be sent as JSON)';
+    const before = (checked as { content?: unknown } | undefined)?.content;
+    if (!isAcyclic(content, Array.isArray(before) ? before : undefined))
+      return 'a part refers to itself (a cycle cannot be sent as JSON)';
   } catch {
     return 'its parts cannot be read';
   }
@@ -105,11 +114,11 @@ export interface ValidatedMessages {
  * The input without the entries that are not messages; the input itself when every entry is one.
  * Entries before `from` are known to be messages (the caller checked the same objects before).
  */
-export function validMessages(input: readonly unknown[], from = 0): ValidatedMessages {
+export function validMessages(input: readonly unknown[], from = 0, checked?: readonly unknown[]): ValidatedMessages {
   let dropped: number[] | undefined;
   let reasons: string[] | undefined;
   for (let i = from; i < input.length; i++) {
-    const problem = problemOf(input[i]);
+    const problem = problemOf(input[i], checked?.[i]);
     if (problem === undefined) continue;
     (dropped ??= []).push(i);
     (reasons ??= []).push(problem);
@@ -209,7 +218,7 @@ export class CheckedInputs {
       const n = Math.min(previous.length, input.length);
       while (from < n && previous[from] === input[from]) from++;
     }
-    const checked = validMessages(input, from);
+    const checked = validMessages(input, from, previous);
     this.last.delete(sessionId);
     if (checked.dropped.length === 0) {
       this.last.set(sessionId, input);
