@@ -19,6 +19,25 @@ class StoreTimeout extends Error {
 /** How far a session has gone: calls seen plus real counts recorded, which only grow. */
 const progress = (state: SessionState): number => state.calls + state.usageRecorded;
 
+class MalformedState extends Error {
+  constructor() {
+    super('the store returned a session state of the wrong shape; it is treated as absent and overwritten');
+    this.name = 'MalformedState';
+  }
+}
+
+/** Whether a stored value has the shape the guard reads (a partial write, another schema version). */
+function isSessionState(value: unknown): value is SessionState {
+  if (typeof value !== 'object' || value === null) return false;
+  const s = value as Partial<SessionState>;
+  return (
+    typeof s.calibration === 'object' &&
+    s.calibration !== null &&
+    Number.isFinite(s.calls) &&
+    Number.isFinite(s.usageRecorded)
+  );
+}
+
 /** The more advanced of two states (`local` on a tie only when there is no `remote`). */
 const freshest = (local: SessionState | undefined, remote: SessionState | undefined): SessionState | undefined =>
   local && (!remote || progress(local) > progress(remote)) ? local : remote;
@@ -70,7 +89,7 @@ export class SessionRepository {
   }
 
   async load(sessionId: string): Promise<SessionState> {
-    const got = await this.withStore(sessionId, 'get', () => this.store.get(sessionId));
+    const got = await this.withStore(sessionId, 'get', () => this.checked(sessionId, this.store.get(sessionId)));
     const local = await this.shadow?.get(sessionId);
     if (!got.ok) return local ?? emptySessionState();
     // After an outage this process may be ahead of the store (it went on alone), or another
@@ -100,11 +119,24 @@ export class SessionRepository {
     // After an outage the store may hold less than this process went on with: start from whichever
     // has recorded more progress, so the calls made meanwhile are not lost.
     const done = await this.withStore(sessionId, 'update', () =>
-      update(sessionId, (current) => change(freshest(local, current) ?? emptySessionState())),
+      update(sessionId, (current) =>
+        change(freshest(local, isSessionState(current) ? current : undefined) ?? emptySessionState()),
+      ),
     );
     const next = done.ok ? done.value : change((await this.shadow?.get(sessionId)) ?? loaded);
     await this.shadow?.set(sessionId, next);
     return next;
+  }
+
+  /** What the store returned, undefined (reported) when it is not a session state. */
+  private async checked(
+    sessionId: string,
+    value: Promise<SessionState | undefined>,
+  ): Promise<SessionState | undefined> {
+    const state = await value;
+    if (state === undefined || state === null || isSessionState(state)) return state ?? undefined;
+    this.options.onStoreFailed({ sessionId, operation: 'get', reason: 'error', error: new MalformedState() });
+    return undefined;
   }
 
   async delete(sessionId: string): Promise<void> {
@@ -129,7 +161,8 @@ export class SessionRepository {
     if (!lock) return {};
     const deadline = Date.now() + Math.min(ttlMs, waitMs);
     for (let wait = 25; ; wait = Math.min(wait * 2, 500)) {
-      const attempt = lock(sessionId, ttlMs);
+      // A lock that throws at once (not connected) is a failing store like any other.
+      const attempt = Promise.resolve().then(() => lock(sessionId, ttlMs));
       const got = await this.withStore(sessionId, 'lock', () => attempt);
       if (!got.ok) {
         // Given up on (the store stalled): if the lock is granted late, nobody would hold it.

@@ -348,3 +348,28 @@ describe('SessionRepository: a failure outside a call', () => {
     expect((await repo.load('s')).calls).toBe(9);
   });
 });
+
+describe('SessionRepository: what a store may return or throw', () => {
+  it('treats a stored state of the wrong shape as absent, reports it, and overwrites it on the next commit', async () => {
+    const store = new FakeStore();
+    store.values.set('s', { calls: 3, usageRecorded: 1 } as unknown as SessionState);
+    const { repo, failures } = repository(store);
+    const loaded = await repo.load('s');
+    expect(loaded).toEqual(emptySessionState());
+    expect(failures.map((f) => [f.operation, f.reason])).toEqual([['get', 'error']]);
+    await repo.commit('s', loaded, bump);
+    expect(store.values.get('s')?.calls).toBe(1);
+    expect(store.values.get('s')?.calibration).toEqual({});
+  });
+
+  it('a lock that throws at once is a store failure, not a failed call', async () => {
+    const store = new FakeStore() as FakeStore & { lock: StateStore<SessionState>['lock'] };
+    store.lock = () => {
+      throw new Error('redis not connected');
+    };
+    const { repo, failures } = repository(store);
+    const got = await repo.run('s', () => repo.lockCompaction('s', 30_000, 1_000, async () => true));
+    expect(got.release).toBeUndefined();
+    expect(failures.map((f) => f.operation)).toEqual(['lock']);
+  });
+});
