@@ -40,10 +40,10 @@ export interface BeforeModelResult {
   /** Set only when this call ran a new compaction (re-applying a stored summary is not one). */
   compaction?: CompactionResult;
   /**
-   * True when `tokens` is over the threshold because of what the guard may not touch (system
-   * messages, tools, the latest request): the smallest prompt was sent. The `overflow` event says
-   * so once, on the compaction that found it; later calls with nothing new to compact send the
-   * same prompt without compacting again.
+   * True when what the guard may not touch (system messages, tools, the latest request) did not
+   * fit: `tokens` is over the threshold, or this call's compaction had to cut the request (the
+   * same as `compaction.overflow`). The `overflow` event says so once, on the compaction that
+   * found it; later calls with nothing new to compact send the same prompt without compacting again.
    */
   overflow?: boolean;
 }

@@ -12,20 +12,19 @@ import type {
   RecoverFromOverflowInput,
   RecoverFromOverflowResult,
 } from './api.ts';
-import { CallResolver, contextWindowFor, hostKey, type Call } from './call.ts';
+import { CallResolver, contextWindowFor, hostKey } from './call.ts';
 import { resolveOptions, type ContextGuardOptions, type ResolvedOptions } from './config.ts';
 import { compact, compactionRequest, type CompactionEnv, type CompactionOutcome } from './compact.ts';
 import { CircuitBreaker } from './compaction/summarize.ts';
-import type { ContextGuardEvent, ErrorEvent, UsageIgnoredEvent } from './events.ts';
+import type { ContextGuardEvent, ErrorEvent } from './events.ts';
 import type { GuardMessage } from './messages.ts';
 import { isContextLengthError, promptTokensFromError } from './overflow.ts';
-import { needsCompaction, PairingProgress, prepare, type Prepared } from './prepare.ts';
-import { CheckedInputs, failClosedPrompt, validMessages } from './safety.ts';
+import { needsCompaction, PairingProgress, prepare } from './prepare.ts';
+import { recordCall, recordUsage, reportEstimate } from './record.ts';
+import { CheckedInputs, failClosed } from './safety.ts';
 import { SessionRepository } from './state/repository.ts';
-import type { SessionState, SessionStatus } from './state/session.ts';
-import { recordRealCount, resetCalibration } from './tokens/calibration.ts';
+import type { SessionStatus } from './state/session.ts';
 import { PromptMeasurer } from './tokens/prompt-measure.ts';
-import { judgeUsage, usageShapeProblem } from './usage.ts';
 
 export type * from './api.ts';
 
@@ -35,7 +34,7 @@ export function createContextGuard(options: ContextGuardOptions = {}): ContextGu
 
 class Guard implements ContextGuard {
   readonly options: Readonly<ResolvedOptions>;
-  private readonly sessions: SessionRepository;
+  readonly sessions: SessionRepository;
   private readonly resolver: CallResolver;
   private readonly measurer: PromptMeasurer;
   private readonly checkedInputs: CheckedInputs;
@@ -79,12 +78,12 @@ class Guard implements ContextGuard {
       return await this.sessions.run(sessionId, () => this.beforeModelLocked({ ...input, messages }));
     } catch (error) {
       this.emit({ type: 'error', ...(sessionId ? { sessionId } : {}), stage: 'beforeModel', error });
-      return this.failClosed(input, messages);
+      return failClosed(this.resolver, this.options, input, messages);
     }
   };
 
   readonly afterModel = (input: AfterModelInput): Promise<void> =>
-    this.guarded('afterModel', input?.sessionId, undefined, (sessionId) => this.recordUsage({ ...input, sessionId }));
+    this.guarded('afterModel', input?.sessionId, undefined, (sessionId) => recordUsage(this, { ...input, sessionId }));
 
   readonly status = async (sessionId: string): Promise<SessionStatus | undefined> => {
     try {
@@ -111,7 +110,7 @@ class Guard implements ContextGuard {
       if (!isContextLengthError(input.error)) return { retry: false };
       // The provider's count is a real count of the rejected prompt; then the next beforeModel compacts.
       const reportedTokens = promptTokensFromError(input.error);
-      if (reportedTokens !== undefined) await this.recordUsage({ sessionId, usage: { inputTokens: reportedTokens } });
+      if (reportedTokens !== undefined) await recordUsage(this, { sessionId, usage: { inputTokens: reportedTokens } });
       const state = await this.sessions.load(sessionId);
       await this.sessions.commit(sessionId, state, (current) => ({
         ...current,
@@ -139,7 +138,7 @@ class Guard implements ContextGuard {
     const call = await this.resolver.call(this.measurer, input);
     let state = await this.sessions.load(call.sessionId);
     let p = prepare(call, state, this.options.calibration, this.pairing);
-    this.reportEstimate(call, p, input.modelId);
+    reportEstimate(this, call, p, input.modelId);
     let outcome: CompactionOutcome | undefined;
     let attempted = false;
     if (needsCompaction(call, state, p)) {
@@ -163,170 +162,7 @@ class Guard implements ContextGuard {
         await release?.();
       }
     }
-    return this.record(call, state, p, outcome, attempted);
-  }
-
-  private reportEstimate(call: Call, p: Prepared, modelId: string | undefined): void {
-    const { sessionId, contextWindow, threshold } = call;
-    const { unansweredCalls, orphanResults } = p.view;
-    if (unansweredCalls + orphanResults > 0)
-      this.emit({ type: 'tool-pairing-repaired', sessionId, unansweredCalls, orphanResults });
-    const fraction = contextWindow === undefined ? 0 : p.est.tokens / contextWindow;
-    const { tokens, heuristicTokens, correction, method } = p.est;
-    const window = contextWindow === undefined ? {} : { threshold, contextWindow, fraction };
-    this.emit({
-      type: 'estimate',
-      sessionId,
-      ...(modelId ? { modelId } : {}),
-      tokens,
-      heuristicTokens,
-      correction,
-      method,
-      ...window,
-      messages: p.view.messages.length,
-    });
-    const warnAt = this.options.warnAt;
-    if (contextWindow !== undefined && fraction >= warnAt)
-      this.emit({ type: 'warning', sessionId, tokens, threshold, contextWindow, fraction, warnAt });
-  }
-
-  /** Stores what this call sends (the request waiting for its real count) and what it changed, then answers. */
-  private async record(
-    call: Call,
-    state: SessionState,
-    p: Prepared,
-    outcome: CompactionOutcome | undefined,
-    attempted: boolean,
-  ): Promise<BeforeModelResult> {
-    const { sessionId, contextWindow, threshold } = call;
-    const messages = outcome?.messages ?? p.view.messages;
-    const tokens = outcome?.tokens ?? p.est.tokens;
-    const { chars, mediaTokens, toolChars, prompt } = outcome ? call.measure(messages) : p.measured;
-    const pending = {
-      chars,
-      mediaTokens,
-      toolChars,
-      prompt,
-      extendsAnchor: outcome ? false : p.extendsAnchor,
-      estimatedTokens: tokens,
-    };
-    // This call's memo wins when it compacted or changed the stored one (a stale summary dropped, a
-    // request sent whole again); otherwise what is stored is kept (another process may have compacted).
-    const changed = (state.memo?.summary !== undefined && !p.summaryApplies) || p.memoChanged === true;
-    await this.sessions.commit(sessionId, state, (current) => {
-      const { compactRequest, memo: currentMemo, ...rest } = current;
-      const memo = outcome?.memo ?? (changed ? p.memo : currentMemo);
-      const calibration = outcome
-        ? resetCalibration(current.calibration, outcome.calibration.reference?.offset ?? 0)
-        : current.calibration;
-      const status =
-        contextWindow === undefined
-          ? {}
-          : {
-              status: {
-                tokens,
-                source: 'estimate' as const,
-                threshold,
-                contextWindow,
-                fraction: tokens / contextWindow,
-              },
-            };
-      const request = compactRequest && !attempted ? { compactRequest } : {};
-      return {
-        ...rest,
-        ...(memo ? { memo } : {}),
-        ...request,
-        calls: current.calls + 1,
-        calibration: { ...calibration, pending },
-        ...status,
-      };
-    });
-    if (outcome) await this.afterCompact(sessionId, outcome, messages);
-    const over = contextWindow !== undefined && tokens > threshold ? { overflow: true } : {};
-    const fraction = contextWindow === undefined ? 0 : tokens / contextWindow;
-    return {
-      messages,
-      tokens,
-      threshold,
-      contextWindow,
-      fraction,
-      ...(outcome ? { compaction: outcome.result } : {}),
-      ...over,
-    };
-  }
-
-  private async afterCompact(sessionId: string, outcome: CompactionOutcome, messages: GuardMessage[]): Promise<void> {
-    try {
-      await this.options.afterCompact?.({ sessionId, result: outcome.result, messages });
-    } catch (error) {
-      this.emit({ type: 'error', sessionId, stage: 'afterCompact', error });
-    }
-  }
-
-  /** afterModel: the real count, judged against the request waiting for it, folded into the calibration. */
-  private async recordUsage({ sessionId, usage }: AfterModelInput): Promise<void> {
-    const ignore = (reason: UsageIgnoredEvent['reason'], extra = {}) =>
-      this.emit({ type: 'usage-ignored', sessionId, reason, usage, ...extra });
-    const shape = usageShapeProblem(usage);
-    if (shape || !usage) return ignore(shape ?? 'missing');
-    const state = await this.sessions.load(sessionId);
-    const pending = state.calibration.pending;
-    if (!pending) return ignore('no-request');
-    const verdict = judgeUsage(usage, pending, this.options.calibration, state.status?.contextWindow);
-    if (!verdict.ok) return ignore(verdict.reason, verdict.plausible ? { plausible: verdict.plausible } : {});
-    if (verdict.outputIgnored) ignore('invalid-output-tokens');
-    const { inputTokens, outputTokens } = verdict;
-    const tokens = inputTokens + (outputTokens ?? 0);
-    let recorded: typeof pending | undefined;
-    await this.sessions.commit(sessionId, state, (current) => {
-      // Applied to the freshest state: the request waiting for this count is the stored one.
-      recorded = current.calibration.pending;
-      if (!recorded) return current;
-      const status = current.status
-        ? {
-            status: {
-              ...current.status,
-              tokens,
-              source: 'provider' as const,
-              fraction: tokens / current.status.contextWindow,
-            },
-          }
-        : {};
-      const calibration = recordRealCount(
-        current.calibration,
-        recorded,
-        inputTokens,
-        outputTokens,
-        this.options.calibration,
-      );
-      return { ...current, usageRecorded: current.usageRecorded + 1, calibration, ...status };
-    });
-    if (!recorded) return ignore('no-request');
-    const { estimatedTokens } = recorded as typeof pending;
-    const output = outputTokens !== undefined ? { outputTokens } : {};
-    this.emit({
-      type: 'usage-recorded',
-      sessionId,
-      inputTokens,
-      ...output,
-      estimatedTokens,
-      relativeError: (estimatedTokens - inputTokens) / inputTokens,
-    });
-  }
-
-  /** A call that failed inside the guard: never the raw input, the smallest prompt that fits (unguarded only without any window). */
-  private failClosed(input: BeforeModelInput | undefined, messages: readonly GuardMessage[]): BeforeModelResult {
-    const sessionId = input?.sessionId ?? '';
-    let contextWindow = this.options.contextWindow;
-    try {
-      contextWindow = this.resolver.window(sessionId, input?.modelId, input?.contextWindow);
-    } catch {
-      // The configured window, if any: resolving it again is what failed.
-    }
-    const threshold =
-      contextWindow === undefined ? Number.POSITIVE_INFINITY : this.resolver.threshold(sessionId, contextWindow);
-    const sent = failClosedPrompt(validMessages(messages).messages, threshold, this.options.calibration.default);
-    return { ...sent, threshold, contextWindow, fraction: contextWindow ? sent.tokens / contextWindow : 0 };
+    return recordCall(this, call, state, p, outcome, attempted);
   }
 
   /** Runs a guard operation as the session's only one, turning any failure into an `error` event. */
@@ -346,7 +182,7 @@ class Guard implements ContextGuard {
     }
   }
 
-  private readonly emit = (event: ContextGuardEvent): void => {
+  readonly emit = (event: ContextGuardEvent): void => {
     try {
       this.options.onEvent?.(event);
     } catch {

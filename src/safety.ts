@@ -3,6 +3,9 @@
 // anything else looks at the prompt; when a call fails anyway, the guard fails closed: it sends
 // the smallest prompt that fits (system messages, a digest of the rest, the latest user request),
 // never the raw input, which may be far over the window.
+import type { BeforeModelInput, BeforeModelResult } from './api.ts';
+import type { CallResolver } from './call.ts';
+import type { ResolvedOptions } from './config.ts';
 import type { GuardMessage, UserMessage } from './messages.ts';
 import { mechanicalSummary } from './compaction/mechanical.ts';
 import { summaryMessage } from './compaction/placement.ts';
@@ -254,4 +257,24 @@ export function failClosedPrompt(
     }
   }
   return { messages: out, tokens: Math.ceil(tokens) };
+}
+
+/** A call that failed inside the guard: never the raw input, the smallest prompt that fits (unguarded only without any window). */
+export function failClosed(
+  resolver: CallResolver,
+  options: ResolvedOptions,
+  input: BeforeModelInput | undefined,
+  messages: readonly GuardMessage[],
+): BeforeModelResult {
+  const sessionId = input?.sessionId ?? '';
+  let contextWindow = options.contextWindow;
+  try {
+    contextWindow = resolver.window(sessionId, input?.modelId, input?.contextWindow);
+  } catch {
+    // The configured window, if any: resolving it again is what failed.
+  }
+  const threshold =
+    contextWindow === undefined ? Number.POSITIVE_INFINITY : resolver.threshold(sessionId, contextWindow);
+  const sent = failClosedPrompt(validMessages(messages).messages, threshold, options.calibration.default);
+  return { ...sent, threshold, contextWindow, fraction: contextWindow ? sent.tokens / contextWindow : 0 };
 }

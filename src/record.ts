@@ -1,0 +1,176 @@
+// What a call leaves behind: the estimate it reports, the request it sends (waiting for its real
+// count) with what it changed in the session, and, after the model call, the real count folded into
+// the calibration. Everything goes through the session repository in one commit per call.
+import type { AfterModelInput, BeforeModelResult } from './api.ts';
+import type { Call } from './call.ts';
+import type { CompactionOutcome } from './compact.ts';
+import type { ResolvedOptions } from './config.ts';
+import type { ContextGuardEvent, UsageIgnoredEvent } from './events.ts';
+import type { GuardMessage } from './messages.ts';
+import type { Prepared } from './prepare.ts';
+import type { SessionRepository } from './state/repository.ts';
+import type { SessionState } from './state/session.ts';
+import { recordRealCount, resetCalibration } from './tokens/calibration.ts';
+import { judgeUsage, usageShapeProblem } from './usage.ts';
+
+/** What the recording needs of the guard. */
+export interface RecordContext {
+  options: ResolvedOptions;
+  sessions: SessionRepository;
+  emit: (event: ContextGuardEvent) => void;
+}
+
+export function reportEstimate(ctx: RecordContext, call: Call, p: Prepared, modelId: string | undefined): void {
+  const { sessionId, contextWindow, threshold } = call;
+  const { unansweredCalls, orphanResults } = p.view;
+  if (unansweredCalls + orphanResults > 0)
+    ctx.emit({ type: 'tool-pairing-repaired', sessionId, unansweredCalls, orphanResults });
+  const fraction = contextWindow === undefined ? 0 : p.est.tokens / contextWindow;
+  const { tokens, heuristicTokens, correction, method } = p.est;
+  const window = contextWindow === undefined ? {} : { threshold, contextWindow, fraction };
+  ctx.emit({
+    type: 'estimate',
+    sessionId,
+    ...(modelId ? { modelId } : {}),
+    tokens,
+    heuristicTokens,
+    correction,
+    method,
+    ...window,
+    messages: p.view.messages.length,
+  });
+  const warnAt = ctx.options.warnAt;
+  if (contextWindow !== undefined && fraction >= warnAt)
+    ctx.emit({ type: 'warning', sessionId, tokens, threshold, contextWindow, fraction, warnAt });
+}
+
+/** Stores what this call sends (the request waiting for its real count) and what it changed, then answers. */
+export async function recordCall(
+  ctx: RecordContext,
+  call: Call,
+  state: SessionState,
+  p: Prepared,
+  outcome: CompactionOutcome | undefined,
+  attempted: boolean,
+): Promise<BeforeModelResult> {
+  const { sessionId, contextWindow, threshold } = call;
+  const messages = outcome?.messages ?? p.view.messages;
+  const tokens = outcome?.tokens ?? p.est.tokens;
+  const { chars, mediaTokens, toolChars, prompt } = outcome ? call.measure(messages) : p.measured;
+  const pending = {
+    chars,
+    mediaTokens,
+    toolChars,
+    prompt,
+    extendsAnchor: outcome ? false : p.extendsAnchor,
+    estimatedTokens: tokens,
+  };
+  // This call's memo wins when it compacted or changed the stored one (a stale summary dropped, a
+  // request sent whole again); otherwise what is stored is kept (another process may have compacted).
+  const changed = (state.memo?.summary !== undefined && !p.summaryApplies) || p.memoChanged === true;
+  await ctx.sessions.commit(sessionId, state, (current) => {
+    const { compactRequest, memo: currentMemo, ...rest } = current;
+    const memo = outcome?.memo ?? (changed ? p.memo : currentMemo);
+    const calibration = outcome
+      ? resetCalibration(current.calibration, outcome.calibration.reference?.offset ?? 0)
+      : current.calibration;
+    const status =
+      contextWindow === undefined
+        ? {}
+        : {
+            status: {
+              tokens,
+              source: 'estimate' as const,
+              threshold,
+              contextWindow,
+              fraction: tokens / contextWindow,
+            },
+          };
+    const request = compactRequest && !attempted ? { compactRequest } : {};
+    return {
+      ...rest,
+      ...(memo ? { memo } : {}),
+      ...request,
+      calls: current.calls + 1,
+      calibration: { ...calibration, pending },
+      ...status,
+    };
+  });
+  if (outcome) await afterCompact(ctx, sessionId, outcome, messages);
+  const over =
+    (contextWindow !== undefined && tokens > threshold) || outcome?.result.overflow ? { overflow: true } : {};
+  const fraction = contextWindow === undefined ? 0 : tokens / contextWindow;
+  return {
+    messages,
+    tokens,
+    threshold,
+    contextWindow,
+    fraction,
+    ...(outcome ? { compaction: outcome.result } : {}),
+    ...over,
+  };
+}
+
+async function afterCompact(
+  ctx: RecordContext,
+  sessionId: string,
+  outcome: CompactionOutcome,
+  messages: GuardMessage[],
+): Promise<void> {
+  try {
+    await ctx.options.afterCompact?.({ sessionId, result: outcome.result, messages });
+  } catch (error) {
+    ctx.emit({ type: 'error', sessionId, stage: 'afterCompact', error });
+  }
+}
+
+/** afterModel: the real count, judged against the request waiting for it, folded into the calibration. */
+export async function recordUsage(ctx: RecordContext, { sessionId, usage }: AfterModelInput): Promise<void> {
+  const ignore = (reason: UsageIgnoredEvent['reason'], extra = {}) =>
+    ctx.emit({ type: 'usage-ignored', sessionId, reason, usage, ...extra });
+  const shape = usageShapeProblem(usage);
+  if (shape || !usage) return ignore(shape ?? 'missing');
+  const state = await ctx.sessions.load(sessionId);
+  const pending = state.calibration.pending;
+  if (!pending) return ignore('no-request');
+  const verdict = judgeUsage(usage, pending, ctx.options.calibration, state.status?.contextWindow);
+  if (!verdict.ok) return ignore(verdict.reason, verdict.plausible ? { plausible: verdict.plausible } : {});
+  if (verdict.outputIgnored) ignore('invalid-output-tokens');
+  const { inputTokens, outputTokens } = verdict;
+  const tokens = inputTokens + (outputTokens ?? 0);
+  let recorded: typeof pending | undefined;
+  await ctx.sessions.commit(sessionId, state, (current) => {
+    // Applied to the freshest state: the request waiting for this count is the stored one.
+    recorded = current.calibration.pending;
+    if (!recorded) return current;
+    const status = current.status
+      ? {
+          status: {
+            ...current.status,
+            tokens,
+            source: 'provider' as const,
+            fraction: tokens / current.status.contextWindow,
+          },
+        }
+      : {};
+    const calibration = recordRealCount(
+      current.calibration,
+      recorded,
+      inputTokens,
+      outputTokens,
+      ctx.options.calibration,
+    );
+    return { ...current, usageRecorded: current.usageRecorded + 1, calibration, ...status };
+  });
+  if (!recorded) return ignore('no-request');
+  const { estimatedTokens } = recorded as typeof pending;
+  const output = outputTokens !== undefined ? { outputTokens } : {};
+  ctx.emit({
+    type: 'usage-recorded',
+    sessionId,
+    inputTokens,
+    ...output,
+    estimatedTokens,
+    relativeError: (estimatedTokens - inputTokens) / inputTokens,
+  });
+}
