@@ -7,8 +7,10 @@
 //   node bench/soak.ts --conversations 2000 --seed 1234
 //   node bench/soak.ts --seed 1234 --only 517 [--dump]   (one conversation alone, to reproduce)
 //   node bench/soak.ts --seed 1234 --only-batch-of 517    (its whole batch: one guard, shared breaker)
-//   SOAK_TRACE=1 node bench/soak.ts ...                    (each conversation's start and duration, slow calls, to stderr)
-//   SOAK_TRACE=2 (or 3) node bench/soak.ts --only 517 ...  (each call: events, shapes in and out; 3: the output and summary too)
+//   SOAK_TRACE=1 node bench/soak.ts ...                    (each conversation's start and duration, slow calls, to
+// stderr)
+//   SOAK_TRACE=2 (or 3) node bench/soak.ts --only 517 ...  (each call: events, shapes in and out; 3: the output and
+// summary too)
 //   SOAK_DETAILS=50 node bench/soak.ts ...                 (list up to 50 problems of each kind instead of 10)
 //
 // Outcomes that depend on time (a summarizer hang against its timeout, the circuit breaker's
@@ -186,7 +188,10 @@ export interface SoakOptions {
   batchSize?: number;
   /** Run only this conversation index (with its batch's options), alone. */
   only?: number;
-  /** Run only the batch that holds this conversation index (outcomes that depend on its neighbours: the shared circuit breaker). */
+  /**
+   * Run only the batch that holds this conversation index (outcomes that depend on its neighbours: the shared circuit
+   * breaker).
+   */
   onlyBatchOf?: number;
   /** Share of calls whose input is snapshotted (structuredClone) and compared after the call. Default 0.03. */
   snapshotRate?: number;
@@ -240,7 +245,10 @@ export interface SoakResult {
   wallMs: number;
   /** Hostile inputs generated, by class: outliers sent, junk entries, media messages... */
   hostile: Record<string, number>;
-  /** Events of the hostile-input fixes (usage-ignored and summarizer-failed by reason, digest-loss, invalid-messages, overflow). */
+  /**
+   * Events of the hostile-input fixes (usage-ignored and summarizer-failed by reason, digest-loss, invalid-messages,
+   * overflow).
+   */
   newEvents: Record<string, number>;
   /** How often the hostile-input checks had something to judge (latest message not sent as is, digest starts...). */
   checks: Record<string, number>;
@@ -1131,7 +1139,9 @@ function guardOptions(spec: BatchSpec): ContextGuardOptions {
   return o;
 }
 
-/** The flaky summarizer: per session randomness, so a conversation's outcomes do not depend on its neighbours' order. */
+/**
+ * The flaky summarizer: per session randomness, so a conversation's outcomes do not depend on its neighbours' order.
+ */
 const okSummary = (input: SummarizerInput): string => {
   const body =
     `## Task state\nSummarized ${input.messages.length} messages${input.previousSummary ? ' (updated)' : ''}. ✓ 上下文 👩‍💻\n` +
@@ -1212,7 +1222,10 @@ interface Session {
   scanned: number;
   /** Of the current call: when each summarizer call started (performance.now()). */
   summarizerStarts: number[];
-  /** Of the current call: starts of the user messages the summarizer was given and answered at once (they are in its summary). */
+  /**
+   * Of the current call: starts of the user messages the summarizer was given and answered at once (they are in its
+   * summary).
+   */
   summarizedStarts: string[];
   /** Of the current call: planted secrets the summarizer received. */
   summarizerLeaks: string[];
@@ -1448,10 +1461,15 @@ async function withWatchdog<T>(promise: Promise<T>, ms: number): Promise<T | typ
   }
 }
 
-/** A beforeModel call slower than this is a stall (a redaction or a measure that blocks the agent), though not a hang. */
+/**
+ * A beforeModel call slower than this is a stall (a redaction or a measure that blocks the agent), though not a hang.
+ */
 const STALL_MS = 10_000;
 
-/** What a media placeholder (type, size, name) may cost, in characters: the latest message's media priced this way when they must go. */
+/**
+ * What a media placeholder (type, size, name) may cost, in characters: the latest message's media priced this way when
+ * they must go.
+ */
 const MEDIA_PLACEHOLDER_CHARS = 200;
 
 /** The start of a user message the summarizer was given is matched on this many characters. */
@@ -1459,7 +1477,10 @@ const SUMMARIZED_START_CHARS = 40;
 
 const MECHANICAL_PREFIX = '[Mechanical digest:';
 
-/** What of the latest user message counts with the system messages and tools: all of it, its media as placeholders, or its shortest cut. */
+/**
+ * What of the latest user message counts with the system messages and tools: all of it, its media as placeholders, or
+ * its shortest cut.
+ */
 type Irreducible = 'with-media' | 'placeholders' | 'cut';
 
 /**
@@ -1780,7 +1801,8 @@ async function runConversation(
         : 'no compaction';
 
     if (overflow || over) {
-      // Explained when the irreducible part, the latest message's media as placeholders, is over the threshold: then nothing could fit.
+      // Explained when the irreducible part, the latest message's media as placeholders, is over the threshold: then
+      // nothing could fit.
       const irreducible = await alone('placeholders');
       if (irreducible > r.threshold) {
         c.explainedOverflows++;
@@ -2008,7 +2030,8 @@ async function runConversation(
             );
         } else if (spec.usage !== 'malformed') {
           const rejected = events.find((e) => e.type === 'usage-ignored' && e.reason === 'implausible');
-          // A count over the window is one no provider returns (it refuses the prompt): the fake provider's, not a real one's.
+          // A count over the window is one no provider returns (it refuses the prompt): the fake provider's, not a real
+          // one's.
           const count = (usage as { inputTokens?: number } | undefined)?.inputTokens ?? 0;
           if (rejected && rejected.type === 'usage-ignored' && count <= window) {
             note(

@@ -28,7 +28,10 @@ export interface Call {
   measureApart: (messages: GuardMessage[]) => MeasuredPrompt;
 }
 
-/** A host's window the guard takes: a finite number of tokens, at least the minimum (below it, a placeholder or a fraction). */
+/**
+ * A host's window the guard takes: a finite number of tokens, at least the minimum (below it, a placeholder or a
+ * fraction).
+ */
 export function isUsableWindow(window: unknown): window is number {
   return typeof window === 'number' && Number.isFinite(window) && window >= MIN_CONTEXT_WINDOW;
 }
@@ -62,7 +65,10 @@ export class CallResolver {
     this.emit = emit;
   }
 
-  /** The window of a call: the option, else the host's, else the registry's; undefined (reported once per model) when none is known. */
+  /**
+   * The window of a call: the option, else the host's, else the registry's; undefined (reported once per model) when
+   * none is known.
+   */
   window(sessionId: string, modelId: string | undefined, callWindow: number | undefined): number | undefined {
     if (this.options.contextWindow !== undefined) return this.options.contextWindow;
     // A host's window below the minimum (a profile's placeholder, a fraction) is no window at all.

@@ -86,7 +86,9 @@ function group(pattern: RegExp): (text: string) => number | undefined {
   };
 }
 
-/** "(8600 in the messages, 500 in the completion)", "(139018 of text input, 3748 of tool input, 1000 in the output)". */
+/**
+ * "(8600 in the messages, 500 in the completion)", "(139018 of text input, 3748 of tool input, 1000 in the output)".
+ */
 function requestedShares(text: string): number | undefined {
   const match = /requested (?:about )?\d{1,12} tokens \(([^()]{1,300})\)/i.exec(text);
   if (!match) return undefined;

@@ -259,7 +259,10 @@ export function failClosedPrompt(
   return { messages: out, tokens: Math.ceil(tokens) };
 }
 
-/** A call that failed inside the guard: never the raw input, the smallest prompt that fits (unguarded only without any window). */
+/**
+ * A call that failed inside the guard: never the raw input, the smallest prompt that fits (unguarded only without any
+ * window).
+ */
 export function failClosed(
   resolver: CallResolver,
   options: ResolvedOptions,

@@ -264,7 +264,9 @@ const RESPONSE_ITEMS = new Set(['reasoning', 'text', 'tool-call']);
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Provider options without the keys `drop` names; the same object when there are none; undefined when nothing is left. */
+/**
+ * Provider options without the keys `drop` names; the same object when there are none; undefined when nothing is left.
+ */
 function withoutOptions(options: unknown, drop: KeyFilter): unknown {
   if (!isRecord(options)) return options;
   let out: Record<string, unknown> | undefined;
@@ -279,7 +281,9 @@ function withoutOptions(options: unknown, drop: KeyFilter): unknown {
   return Object.keys(out).length > 0 ? out : undefined;
 }
 
-/** A part without the references `drop` names, in its providerOptions and (as some hosts pass them) providerMetadata. */
+/**
+ * A part without the references `drop` names, in its providerOptions and (as some hosts pass them) providerMetadata.
+ */
 function withoutReferences(part: Part, drop: KeyFilter): Part {
   let out: Part | undefined;
   for (const field of ['providerOptions', 'providerMetadata']) {
@@ -348,7 +352,10 @@ interface InputParts {
    * two SDK parts can look the same to the guard (a file and a reasoning file with the same data).
    */
   sdkPartOf(part: Part, role: string, taken: Set<Part>): Part | undefined;
-  /** An input part of the same type and key (tool call id, text, data) as `part`, which the guard may have edited it from. */
+  /**
+   * An input part of the same type and key (tool call id, text, data) as `part`, which the guard may have edited it
+   * from.
+   */
   originalOf(part: Part): Part | undefined;
 }
 

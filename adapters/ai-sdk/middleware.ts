@@ -82,7 +82,9 @@ interface Adapter {
   guard: ContextGuard;
   dialect: Dialect;
   retryOnOverflow: boolean;
-  /** Per session, the model of its latest call: the summarizer of a guard created here. Undefined with a shared guard. */
+  /**
+   * Per session, the model of its latest call: the summarizer of a guard created here. Undefined with a shared guard.
+   */
   models: BoundedMap<string, AnyModel> | undefined;
   /** The guarded params transformParams returned → the call they belong to. */
   calls: WeakMap<object, CallInfo>;

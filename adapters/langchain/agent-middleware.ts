@@ -152,7 +152,8 @@ async function fitRequest(agent: AgentGuard, request: ModelRequest, handler: Wra
   agent.shapes.set(sessionId, shape);
   const seen = agent.checked.get(sessionId);
   agent.checked.delete(sessionId);
-  // The request beforeModel just checked, unchanged (same messages, system message and tools): already estimated and fitted.
+  // The request beforeModel just checked, unchanged (same messages, system message and tools): already estimated and
+  // fitted.
   const checkedAlready =
     seen?.shape &&
     sameList(seen.messages, request.messages) &&

@@ -107,7 +107,9 @@ export class ContextGuardCallbackHandler extends BaseCallbackHandler {
     this.runs.set(info.runId, info);
   }
 
-  /** The run that ended, forgotten; undefined for the guard's own summarizer runs, which are not the session's prompt. */
+  /**
+   * The run that ended, forgotten; undefined for the guard's own summarizer runs, which are not the session's prompt.
+   */
   private ended(runId: string, parentRunId: string | undefined, tags: string[] | undefined): LLMRunInfo | undefined {
     const info = this.runs.get(runId) ?? runInfo(runId, parentRunId, tags);
     this.runs.delete(runId);

@@ -13,7 +13,10 @@ export interface CompactToolOptions {
   name?: string;
   /** Below this fraction of the window the tool answers that no compaction is needed. Default 0.2. */
   minFraction?: number;
-  /** The session of every run (the createAgent middleware's fixed `sessionId`). Default: the run's `thread_id`, a string or a number. */
+  /**
+   * The session of every run (the createAgent middleware's fixed `sessionId`). Default: the run's `thread_id`, a string
+   * or a number.
+   */
   sessionId?: string;
 }
 

@@ -458,7 +458,10 @@ function sourceOf(message: GuardMessage): BaseMessage | undefined {
 const STORED_METADATA = new Set(['output']);
 const STORED_KWARGS = new Set(['reasoning', '__openai_function_call_ids__']);
 
-/** OpenAI Responses item ids (`msg_…`, `fc_…`, `rs_…`), which @langchain/openai sends as the id of an assistant or tool message's item. */
+/**
+ * OpenAI Responses item ids (`msg_…`, `fc_…`, `rs_…`), which @langchain/openai sends as the id of an assistant or tool
+ * message's item.
+ */
 const STORED_ITEM_ID = /^(msg|fc|rs)_/;
 
 // Fields of a content block that point at the original text: Anthropic's citations (signed
@@ -480,7 +483,9 @@ function without(record: Record<string, unknown>, keys: ReadonlySet<string>): Re
   return Object.fromEntries(Object.entries(record).filter(([k]) => !keys.has(k)));
 }
 
-/** The fields an edited message keeps from the message it was edited from: not those that point at the stored original. */
+/**
+ * The fields an edited message keeps from the message it was edited from: not those that point at the stored original.
+ */
 function kept(source: BaseMessage | undefined): Record<string, unknown> {
   if (!source) return {};
   return {
@@ -499,7 +504,10 @@ function shallowEqual(a: Part, b: Part): boolean {
 
 /** The parts of an edited message, told apart: those the guard left alone, and the rest. */
 interface RestoredParts {
-  /** Every part the guard copied without changing it replaced by the part it copied, so that it maps back to its original. */
+  /**
+   * Every part the guard copied without changing it replaced by the part it copied, so that it maps back to its
+   * original.
+   */
   parts: Part[];
   /** The parts of the source's own conversion among them: their blocks go back as they were, references and all. */
   originals: ReadonlySet<Part>;

@@ -190,7 +190,10 @@ export class GuardedChatModel<
     }
   }
 
-  /** After a failed call: the call guarded again when the guard recognizes a context-length rejection; otherwise undefined. */
+  /**
+   * After a failed call: the call guarded again when the guard recognizes a context-length rejection; otherwise
+   * undefined.
+   */
   private retryAfter(error: unknown, call: PreparedCall, input: BaseLanguageModelInput, config: Partial<CallOptions>) {
     return retryAfterOverflow(this.guard, call.sessionId, error, () => this.prepare(input, config));
   }

@@ -17,7 +17,10 @@ export interface RedisStoreOptions {
   prefix?: string;
   /** Seconds a session's state lives after its last write. Default 7 days; 0 keeps it forever. */
   ttlSeconds?: number;
-  /** Attempts of an update that keeps losing races before it gives up (it then throws; nothing is overwritten). Default 50. */
+  /**
+   * Attempts of an update that keeps losing races before it gives up (it then throws; nothing is overwritten). Default
+   * 50.
+   */
   maxRetries?: number;
 }
 

@@ -8,13 +8,19 @@ import {
   type ErrorEvent,
 } from '../../src/index.ts';
 
-/** A call as far as its window goes: the model, and the window its host declares (a LangChain profile's `maxInputTokens`). */
+/**
+ * A call as far as its window goes: the model, and the window its host declares (a LangChain profile's
+ * `maxInputTokens`).
+ */
 export interface WindowQuery {
   modelId?: string | undefined;
   contextWindow?: number | undefined;
 }
 
-/** A host's window the guard takes: a finite number of tokens, at least the guard's minimum (below it, a placeholder or a fraction). */
+/**
+ * A host's window the guard takes: a finite number of tokens, at least the guard's minimum (below it, a placeholder or
+ * a fraction).
+ */
 export function isUsableWindow(window: unknown): window is number {
   return typeof window === 'number' && Number.isFinite(window) && window >= MIN_CONTEXT_WINDOW;
 }

@@ -48,7 +48,10 @@ function usageIn(value: unknown, field: string, input: string, output: string): 
   }, value);
 }
 
-/** The usage of a LangChain message or chunk: its `usage_metadata` (`input_tokens` includes cached tokens, for every provider). */
+/**
+ * The usage of a LangChain message or chunk: its `usage_metadata` (`input_tokens` includes cached tokens, for every
+ * provider).
+ */
 export function usageFromMessage(message: unknown): ModelUsage | undefined {
   return usageIn(message, 'usage_metadata', 'input_tokens', 'output_tokens');
 }

@@ -90,7 +90,9 @@ export function head(text: string, n: number): string {
 
 /** Characters of a user message's start the digest must keep (whitespace collapsed). */
 export const DIGEST_START_CHARS = 60;
-/** Redaction sees this much of a message's start (a secret that starts in the first 60 characters ends well within it). */
+/**
+ * Redaction sees this much of a message's start (a secret that starts in the first 60 characters ends well within it).
+ */
 const REDACTION_WINDOW_CHARS = 20_000;
 
 /**

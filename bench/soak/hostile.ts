@@ -348,7 +348,9 @@ export function adversarialText(label: string, spec: AdversarialSpec): string {
   return `${label} ${run.repeat(Math.ceil(spec.chars / run.length))}`;
 }
 
-/** Whether a history entry is an object with a role the guard knows (cycles aside): what the soak's own checks may read. */
+/**
+ * Whether a history entry is an object with a role the guard knows (cycles aside): what the soak's own checks may read.
+ */
 export function isMessage(entry: unknown): entry is GuardMessage {
   if (!entry || typeof entry !== 'object' || Array.isArray(entry)) return false;
   const role = (entry as { role?: unknown }).role;

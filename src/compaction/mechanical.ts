@@ -107,7 +107,10 @@ function lineText(l: Line): string {
   return `${l.label}${over ? safeHead(l.body, l.cap) : l.body}${over || l.cut ? '…' : ''}${l.suffix}`;
 }
 
-/** Characters of the line at `cap`, with the line break before it (an upper bound when a cut falls inside a surrogate pair). */
+/**
+ * Characters of the line at `cap`, with the line break before it (an upper bound when a cut falls inside a surrogate
+ * pair).
+ */
 function costAt(l: Line, cap: number): number {
   if (l.dropped) return 0;
   if (l.shortened && l.short !== undefined) return l.short.length + 1;

@@ -14,7 +14,10 @@ import { clipMiddle, safeJson } from './text.ts';
 export interface SummaryMemo {
   /** The host's messages [0, covers.messages) that the summary replaces. */
   covers: PromptFingerprint;
-  /** Indices (in the host's history) of covered messages kept verbatim before the summary: system messages, the first user request. */
+  /**
+   * Indices (in the host's history) of covered messages kept verbatim before the summary: system messages, the first
+   * user request.
+   */
   keep: number[];
   /** The summary message, exactly as sent. */
   messages: GuardMessage[];
@@ -126,7 +129,8 @@ export function clipMessage(message: GuardMessage, maxChars: number): GuardMessa
     // An image or document cannot be cut down; one that must go is named instead.
     if (p?.type === 'image' || p?.type === 'file') return [mediaPlaceholder(p)];
     if (p?.type === 'tool-call') {
-      // A huge input (a whole file written) is history now: a clipped copy, as a JSON string, still tells what was done.
+      // A huge input (a whole file written) is history now: a clipped copy, as a JSON string, still tells what was
+      // done.
       const json = safeJson(p.input);
       return [json.length > each + CLIP_MARKER_CHARS ? { ...p, input: clipMiddle(json, each) } : p];
     }

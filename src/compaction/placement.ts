@@ -73,7 +73,9 @@ export function summaryBodyOf(message: GuardMessage): string | undefined {
   return body.trim();
 }
 
-/** Whether a message looks like a continuation the guard writes (see {@link isOwnMessage}: a user may write one too). */
+/**
+ * Whether a message looks like a continuation the guard writes (see {@link isOwnMessage}: a user may write one too).
+ */
 export function isContinuation(message: GuardMessage): boolean {
   return textOf(message)?.startsWith(CONTINUATION_OPEN) === true;
 }
@@ -94,7 +96,9 @@ export function rememberOwn(own: readonly number[] | undefined, messages: readon
   return next.slice(Math.max(0, next.length - MAX_OWN));
 }
 
-/** Whether a text has the whole frame the guard writes around a summary or a continuation, not just its opening marker. */
+/**
+ * Whether a text has the whole frame the guard writes around a summary or a continuation, not just its opening marker.
+ */
 function hasOwnFrame(text: string): boolean {
   if (text.startsWith(`${SUMMARY_OPEN}\n${SUMMARY_PREAMBLE}\n`)) return text.endsWith(`\n${SUMMARY_CLOSE}`);
   return text.startsWith(`${CONTINUATION_OPEN} `) && text.endsWith(CONTINUATION_INSTRUCTION);

@@ -306,7 +306,10 @@ function endsLine(text: string, i: number): boolean {
   return j >= text.length || lineBreakLength(text, j) > 0 || (j > i && text[j] === '#');
 }
 
-/** End of the quoted string whose opening quote is `quote` and whose text starts at `from`; -1 when it does not close on its line. */
+/**
+ * End of the quoted string whose opening quote is `quote` and whose text starts at `from`; -1 when it does not close on
+ * its line.
+ */
 function closingQuote(text: string, from: number, quote: string): number {
   const limit = Math.min(text.length, from + MAX_QUOTED_VALUE);
   for (let i = from; i < limit; i++) {

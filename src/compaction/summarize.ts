@@ -101,7 +101,9 @@ export interface SummarizeOutcome {
   mechanical: boolean;
   calls: number;
   inputTokens: number;
-  /** Messages the mechanical digest could name only by count (0 when none, or no digest): see the `digest-loss` event. */
+  /**
+   * Messages the mechanical digest could name only by count (0 when none, or no digest): see the `digest-loss` event.
+   */
   lostMessages: number;
   /** Of those, user messages. */
   lostUserMessages: number;

@@ -11,7 +11,10 @@ export interface SummarizerInput {
   messages: GuardMessage[];
   /** The summary so far, to be updated rather than summarized again; undefined on a first compaction. */
   previousSummary: string | undefined;
-  /** The summarizer's instructions (the seven-section template, the update variant, the length budget): send as the system prompt. */
+  /**
+   * The summarizer's instructions (the seven-section template, the update variant, the length budget): send as the
+   * system prompt.
+   */
   instructions: string;
   /**
    * `messages` (and `previousSummary`) rendered as a delimited transcript with a closing request:
@@ -78,7 +81,9 @@ export interface CompactionResult {
   summarizerCalls: number;
   summarizerInputTokens: number;
   summaryTokens: number;
-  /** Whether the irreducible part was over the threshold and the smallest prompt was sent (see the `overflow` event). */
+  /**
+   * Whether the irreducible part was over the threshold and the smallest prompt was sent (see the `overflow` event).
+   */
   overflow: boolean;
   durationMs: number;
 }

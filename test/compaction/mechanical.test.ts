@@ -195,7 +195,8 @@ describe('mechanicalDigest over its budget', () => {
       .flatMap((i) => turn(i, 120, 3000))
       .concat({ role: 'user', content: `request-4: ${filler(120)}` });
     expect(history).toHaveLength(17);
-    // What the summarizer's fallback gets at a 4k window: 1.5 × the 400-token summary budget at 0.375 tokens a character.
+    // What the summarizer's fallback gets at a 4k window: 1.5 × the 400-token summary budget at 0.375 tokens a
+    // character.
     const maxChars = 1600;
     const d = mechanicalDigest(history, { maxChars });
     expect(d.text.length).toBeLessThanOrEqual(maxChars);
@@ -216,7 +217,8 @@ describe('mechanicalDigest over its budget', () => {
     const d = mechanicalDigest(history, { maxChars });
     expect(d.text.length).toBeLessThanOrEqual(maxChars);
     const kept = factsIn(d.text);
-    // 400 starts of 60 characters need ~28k characters: not all fit, but far more than the 41 whole messages kept before.
+    // 400 starts of 60 characters need ~28k characters: not all fit, but far more than the 41 whole messages kept
+    // before.
     expect(kept.length).toBeGreaterThan(100);
     expect(kept).toEqual(Array.from({ length: kept.length }, (_, k) => 400 - kept.length + k));
     expect(d.lostUserMessages).toBe(400 - kept.length);

@@ -85,7 +85,10 @@ export interface Dialect {
   read(url: string, body: Record<string, unknown>, store: ReadonlyMap<string, unknown>): ReadRequest;
   /** The provider's error response. */
   error(problem: { rejection: Rejection; status: number; message: string; param?: string }): Response;
-  /** The provider's context-length error for a prompt of `tokens` over `window` (`tools`: tokens of the tool definitions). */
+  /**
+   * The provider's context-length error for a prompt of `tokens` over `window` (`tools`: tokens of the tool
+   * definitions).
+   */
   contextLength(tokens: number, window: number, tools: number): { status: number; message: string; param?: string };
   /** The answer for a turn, as JSON or SSE; items it makes are put in `store` (OpenAI Responses stores its output). */
   answer(turn: Turn, usage: ReportedUsage, request: AnswerContext): Response;
@@ -107,7 +110,9 @@ export function countTokens(value: unknown): number {
 /** The system prompt of the guard's default summarizer (src/compaction/prompt.ts). */
 export const SUMMARIZER_MARK = 'You write the working memory';
 
-/** A signature over a text (what Anthropic's thinking signatures and Google's thought signatures sign): a short hash. */
+/**
+ * A signature over a text (what Anthropic's thinking signatures and Google's thought signatures sign): a short hash.
+ */
 export function sign(text: string): string {
   let h = 2166136261;
   for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 16777619) >>> 0;

@@ -484,7 +484,8 @@ describe('streaming', () => {
       { type: 'text-end', id: '1' },
     ]) {
       feed.enqueue(part);
-      // From the first content part on, each part comes out before the next one exists: nothing waits for the finish part.
+      // From the first content part on, each part comes out before the next one exists: nothing waits for the finish
+      // part.
       expect((await reader.read()).value).toBe(part);
     }
     await Promise.resolve();

@@ -431,7 +431,10 @@ describe('toGuardTools', () => {
 
 const LONG = `The build log says: ${'step ok; '.repeat(3_000)}`;
 
-/** An OpenAI Responses answer of a reasoning model (reasoning, a long message, a function call), as @langchain/openai reads it. */
+/**
+ * An OpenAI Responses answer of a reasoning model (reasoning, a long message, a function call), as @langchain/openai
+ * reads it.
+ */
 function responsesAnswer(): AIMessage {
   const response = {
     id: 'resp_1',
