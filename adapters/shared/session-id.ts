@@ -12,17 +12,32 @@ function fnv(text: string, seed: number): number {
   return h;
 }
 
+/** Binary data as its size and a hash of its first bytes: a key, not the bytes. */
+function binaryKey(bytes: Uint8Array): string {
+  return `bytes:${bytes.byteLength}:${fnv(String.fromCharCode(...bytes.subarray(0, 4096)), 0x811c9dc5)}`;
+}
+
+/**
+ * A copy of `value` with binary data and URLs replaced by their keys, before JSON.stringify sees it:
+ * it would call a Buffer's toJSON, which spells out every byte of an image read from disk.
+ */
+function keyed(value: unknown, ancestors: object[]): unknown {
+  if (value instanceof Uint8Array) return binaryKey(value);
+  if (value instanceof ArrayBuffer) return binaryKey(new Uint8Array(value));
+  if (value instanceof URL) return value.href;
+  if (typeof value !== 'object' || value === null) return value;
+  if (ancestors.includes(value) || ancestors.length > 32) return '[…]';
+  ancestors.push(value);
+  const copy = Array.isArray(value)
+    ? value.map((v) => keyed(v, ancestors))
+    : Object.fromEntries(Object.entries(value).map(([k, v]) => [k, keyed(v, ancestors)]));
+  ancestors.pop();
+  return copy;
+}
+
 function stableJson(value: unknown): string {
   try {
-    return (
-      JSON.stringify(value, (_key, v: unknown) =>
-        v instanceof Uint8Array
-          ? `bytes:${v.byteLength}:${fnv(String.fromCharCode(...v.subarray(0, 4096)), 0x811c9dc5)}`
-          : v instanceof URL
-            ? v.href
-            : v,
-      ) ?? ''
-    );
+    return JSON.stringify(keyed(value, [])) ?? '';
   } catch {
     return String(value);
   }

@@ -81,3 +81,24 @@ describe('deriveSessionId', () => {
     }
   });
 });
+
+describe('deriveSessionId with binary data', () => {
+  it('reads a Buffer image by its size and first bytes, as a Uint8Array, never as a JSON array of every byte', () => {
+    const bytes = Buffer.alloc(2_000_000, 7);
+    const seen: unknown[] = [];
+    // Buffer's own toJSON would turn it into an array of two million numbers before any replacer saw it.
+    const original = Buffer.prototype.toJSON;
+    Buffer.prototype.toJSON = function (this: Buffer) {
+      seen.push(this);
+      return original.call(this);
+    };
+    try {
+      const asBuffer = deriveSessionId([{ role: 'user', content: [{ type: 'image', image: bytes }] }]);
+      const asArray = deriveSessionId([{ role: 'user', content: [{ type: 'image', image: new Uint8Array(bytes) }] }]);
+      expect(seen).toEqual([]);
+      expect(asBuffer).toBe(asArray);
+    } finally {
+      Buffer.prototype.toJSON = original;
+    }
+  });
+});
