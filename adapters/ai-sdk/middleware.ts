@@ -190,16 +190,34 @@ function record(adapter: Adapter, sessionId: string, usage: unknown): Promise<vo
   return adapter.guard.afterModel({ sessionId, usage: usageFromAiSdk(usage) ?? null });
 }
 
-/** After a context-length rejection, the call's params guarded again (compacted); undefined for anything else. */
+/** The call's own abort signal, merged with `abandoned` (the caller cancelled its stream) when given. */
+function callSignal(params: AnyParams, abandoned: AbortSignal | undefined): AbortSignal | undefined {
+  const signals = [params.abortSignal, abandoned].filter((signal): signal is AbortSignal => signal !== undefined);
+  return signals.length > 1 ? AbortSignal.any(signals) : signals[0];
+}
+
+/**
+ * After a context-length rejection, the call's params guarded again (compacted); undefined for
+ * anything else, and when the call was aborted or `abandoned` before the retry was ready.
+ */
 function recover(
   adapter: Adapter,
   info: CallInfo | undefined,
   model: AnyModel,
   error: unknown,
+  abandoned?: AbortSignal,
 ): Promise<AnyParams | undefined> {
   if (!adapter.retryOnOverflow || !info) return Promise.resolve(undefined);
-  return retryAfterOverflow(adapter.guard, info.sessionId, error, () =>
-    guardParams(adapter, info.original, model, info.sessionId),
+  const signal = callSignal(info.original, abandoned);
+  // The retry carries the merged signal: beforeModel aborts its summarizer with it, and a cancel
+  // that comes while the retried request is under way aborts that request too.
+  const params = (signal ? { ...info.original, abortSignal: signal } : info.original) as AnyParams;
+  return retryAfterOverflow(
+    adapter.guard,
+    info.sessionId,
+    error,
+    () => guardParams(adapter, params, model, info.sessionId),
+    signal,
   );
 }
 
@@ -237,9 +255,9 @@ async function wrapStream(
   const info = adapter.calls.get(params);
   // One retry per call, whether the rejection is thrown by doStream or arrives in the stream.
   let retried = false;
-  const retry = async (error: unknown): Promise<StreamResult | undefined> => {
+  const retry = async (error: unknown, abandoned?: AbortSignal): Promise<StreamResult | undefined> => {
     if (retried) return undefined;
-    const again = await recover(adapter, info, model, error);
+    const again = await recover(adapter, info, model, error, abandoned);
     if (!again) return undefined;
     retried = true;
     return (await (model.doStream as (p: AnyParams) => PromiseLike<unknown>)(again)) as StreamResult;
@@ -258,7 +276,7 @@ async function wrapStream(
       if (part?.type === 'tool-call') recordToolCalls(adapter.guard, info.sessionId, [part]);
       if (part?.type === 'finish') void record(adapter, info.sessionId, part['usage']);
     },
-    retry: async (error) => (await retry(error))?.stream,
+    retry: async (error, abandoned) => (await retry(error, abandoned))?.stream,
   });
   return { ...result, stream };
 }

@@ -17,8 +17,12 @@ const LEADING_PARTS: ReadonlySet<string> = new Set(['stream-start', 'response-me
 export interface StreamHooks {
   /** Sees every part the caller receives, as it is forwarded. */
   observe(part: StreamPart): void;
-  /** The retried call's stream after a rejection that is to be retried; undefined otherwise. */
-  retry(error: unknown): Promise<ReadableStream<StreamPart> | undefined>;
+  /**
+   * The retried call's stream after a rejection that is to be retried; undefined otherwise.
+   * `abandoned` fires when the caller cancels the stream: the retry is then neither prepared further
+   * (its compaction is aborted) nor sent.
+   */
+  retry(error: unknown, abandoned: AbortSignal): Promise<ReadableStream<StreamPart> | undefined>;
 }
 
 /**
@@ -30,6 +34,7 @@ export function guardedStream(source: ReadableStream<StreamPart>, hooks: StreamH
   let reader = source.getReader();
   let held: StreamPart[] | undefined = [];
   let cancelled = false;
+  const abandoned = new AbortController();
 
   const forward = (controller: ReadableStreamDefaultController<StreamPart>, part: StreamPart) => {
     controller.enqueue(part);
@@ -38,7 +43,7 @@ export function guardedStream(source: ReadableStream<StreamPart>, hooks: StreamH
 
   /** Reads the retried stream instead, when the rejection is one the guard retries. */
   const switchOver = async (error: unknown): Promise<boolean> => {
-    const again = await hooks.retry(error);
+    const again = await hooks.retry(error, abandoned.signal);
     if (!again) return false;
     reader.cancel().catch(() => {}); // what is left of the rejected attempt
     // The caller gave up while the retry was being prepared: nobody reads it.
@@ -80,6 +85,7 @@ export function guardedStream(source: ReadableStream<StreamPart>, hooks: StreamH
     },
     cancel(reason) {
       cancelled = true;
+      abandoned.abort(reason);
       return reader.cancel(reason);
     },
   });

@@ -43,7 +43,7 @@ describe('guardedStream', () => {
     const retry = vi.fn(async () => streamOf(retried));
     const out = await readAll(guardedStream(rejected, { observe: () => {}, retry }));
     expect(out).toEqual(retried);
-    expect(retry).toHaveBeenCalledWith(undefined); // the error part's `error` field
+    expect(retry).toHaveBeenCalledWith(undefined, expect.any(AbortSignal)); // the error part's `error` field
     expect(rejected.cancelled).toBe(true);
   });
 
@@ -52,7 +52,7 @@ describe('guardedStream', () => {
     const retry = vi.fn(async () => streamOf(parts('text-delta', 'finish')));
     const out = await readAll(guardedStream(streamOf(parts('stream-start'), failure), { observe: () => {}, retry }));
     expect(out.map((p) => p.type)).toEqual(['text-delta', 'finish']);
-    expect(retry).toHaveBeenCalledWith(failure);
+    expect(retry).toHaveBeenCalledWith(failure, expect.any(AbortSignal));
   });
 
   it('no retried stream: the error part passes, with the parts held before it', async () => {
@@ -85,9 +85,11 @@ describe('guardedStream', () => {
     let asked!: () => void;
     const retryAsked = new Promise<void>((resolve) => (asked = resolve));
     const retried = streamOf(parts('text-delta'));
+    let abandoned: AbortSignal | undefined;
     const stream = guardedStream(streamOf(parts('error')), {
       observe: () => {},
-      retry: async () => {
+      retry: async (_error, signal) => {
+        abandoned = signal;
         asked();
         await gate;
         return retried;
@@ -97,6 +99,9 @@ describe('guardedStream', () => {
     const pending = reader.read();
     await retryAsked;
     await reader.cancel('gone');
+    // The retry hears of it at once, to stop preparing (and not send) the retried call.
+    expect(abandoned?.aborted).toBe(true);
+    expect(abandoned?.reason).toBe('gone');
     release();
     await pending.catch(() => undefined);
     await vi.waitFor(() => expect(retried.cancelled).toBe(true));
