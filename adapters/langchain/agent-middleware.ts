@@ -1,14 +1,15 @@
-// contextGuardMiddleware for LangChain v1's createAgent. Three hooks:
+// contextGuardMiddleware for LangChain v1's createAgent. Two hooks:
 // - beforeModel compacts the agent's state itself (RemoveMessage of everything, then the summary
 //   and the kept messages), so LangGraph checkpoints hold the compacted history and later turns
 //   build on the summary instead of summarizing the same messages again;
 // - wrapModelCall fits the single request (system message and bound tools counted) when it is
 //   still over, on a copy: the state is not touched there; when the provider still rejects it for
-//   its length, it is compacted and sent once more;
-// - afterModel records the provider's real count from the new AIMessage's usage_metadata.
+//   its length, it is compacted and sent once more; the provider's real count (the response's
+//   usage_metadata) is recorded there, once per model call.
+// Both hooks pass the run's abort signal to the guard: an aborted run does not wait for a summary.
 import { RemoveMessage, type SystemMessage, type BaseMessage } from '@langchain/core/messages';
 import { createMiddleware, type ModelRequest, type WrapModelCallHandler } from 'langchain';
-import type { ContextGuard, ContextGuardOptions, ErrorEvent, ToolDefinition } from '../../src/index.ts';
+import type { ContextGuard, ContextGuardOptions, ErrorEvent, ModelUsage, ToolDefinition } from '../../src/index.ts';
 import { BoundedMap } from '../shared/bounded-map.ts';
 import { contextWindowFor, reportAdapterError } from '../shared/model-window.ts';
 import { retryAfterOverflow } from '../shared/overflow-retry.ts';
@@ -97,6 +98,7 @@ async function guardMessages(
   sessionId: string,
   shape: RequestShape | undefined,
   messages: BaseMessage[],
+  signal: AbortSignal | undefined,
 ): Promise<BaseMessage[] | undefined> {
   const system = hasText(shape?.system) ? shape.system : undefined;
   const all: BaseMessage[] = system ? [system, ...messages] : messages;
@@ -106,6 +108,7 @@ async function guardMessages(
     ...(shape?.modelId ? { modelId: shape.modelId } : {}),
     ...(shape?.tools ? { tools: shape.tools } : {}),
     ...(shape?.window !== undefined ? { contextWindow: shape.window } : {}),
+    ...(signal ? { signal } : {}),
   });
   const out = fromGuardMessages(r.messages);
   if (sameList(out, all)) return undefined;
@@ -123,7 +126,7 @@ async function compactState(agent: AgentGuard, state: AgentState, runtime: unkno
   // window may only be known from the model's profile: wrapModelCall fits that first request,
   // and this hook compacts the state from the next call on.
   if (!shape && contextWindowFor(agent.guard, {}) === undefined) return undefined;
-  const compacted = await guardMessages(agent, sessionId, shape, messages);
+  const compacted = await guardMessages(agent, sessionId, shape, messages, signalOf(runtime));
   // What the model call will receive, so that wrapModelCall need not run the guard again
   // (once per model call: one estimate event, one pending request).
   agent.checked.set(sessionId, { messages: compacted ?? messages, shape });
@@ -159,28 +162,62 @@ async function fitRequest(agent: AgentGuard, request: ModelRequest, handler: Wra
     sameList(seen.messages, request.messages) &&
     seen.shape.system === shape.system &&
     seen.shape.tools === shape.tools;
-  const messages = checkedAlready ? undefined : await guardMessages(agent, sessionId, shape, request.messages);
+  const signal = signalOf(request.runtime);
+  const messages = checkedAlready ? undefined : await guardMessages(agent, sessionId, shape, request.messages, signal);
+  let response: Awaited<ReturnType<WrapModelCallHandler>>;
   try {
-    return await handler(messages ? { ...request, messages } : request);
+    response = await handler(messages ? { ...request, messages } : request);
   } catch (error) {
     // A context-length rejection: the guard recorded the provider's count and requested a
     // compaction; the request is fitted again (on a copy, as always here: the next beforeModel
     // hook finds the stored summary and writes it into the state) and sent once more. Any other
     // error, a failure on the way, or a second rejection reaches the agent as the model threw it.
-    const fitAgain = async () => ({ messages: await guardMessages(agent, sessionId, shape, request.messages) });
+    const fitAgain = async () => ({
+      messages: await guardMessages(agent, sessionId, shape, request.messages, signal),
+    });
     const again = await retryAfterOverflow(agent.guard, sessionId, error, fitAgain);
     if (!again) throw error;
-    return handler(again.messages ? { ...request, messages: again.messages } : request);
+    response = await handler(again.messages ? { ...request, messages: again.messages } : request);
+  }
+  await recordUsage(agent, sessionId, response);
+  return response;
+}
+
+/**
+ * Records the provider's real count from what the model call produced. Here rather than in an
+ * afterModel hook: with a structured response (toolStrategy) the state ends in LangChain's own
+ * synthetic AIMessage, without usage, while the handler returns the model's answer (or, for a
+ * structured response, `{ structuredResponse, messages }` with the model's answer first).
+ */
+async function recordUsage(agent: AgentGuard, sessionId: string, response: unknown): Promise<void> {
+  const usage = usageOfResponse(response);
+  if (usage) await agent.guard.afterModel({ sessionId, usage });
+}
+
+/**
+ * The usage of the model's answer: the response's own, or the first of a structured response's
+ * messages that carries one (the answer; LangChain's ToolMessage and synthetic AIMessage have none).
+ * What another middleware returned is read defensively: a getter that throws means no usage.
+ */
+function usageOfResponse(response: unknown): ModelUsage | undefined {
+  const own = usageFromMessage(response);
+  if (own || typeof response !== 'object' || response === null) return own;
+  try {
+    const messages = (response as { messages?: unknown }).messages;
+    return Array.isArray(messages) ? messages.map(usageFromMessage).find((usage) => usage !== undefined) : undefined;
+  } catch {
+    return undefined;
   }
 }
 
-/** The afterModel hook: records the provider's real count from the new AIMessage's usage_metadata. */
-async function recordUsage(agent: AgentGuard, state: AgentState, runtime: unknown) {
-  const messages = state.messages;
-  const usage = Array.isArray(messages) ? usageFromMessage(messages[messages.length - 1]) : undefined;
-  if (!usage) return undefined;
-  await agent.guard.afterModel({ sessionId: sessionOf(agent, runtime, messages, 'afterModel'), usage });
-  return undefined;
+/** The run's abort signal, as LangChain gives it to middleware hooks (`runtime.signal`). */
+function signalOf(runtime: unknown): AbortSignal | undefined {
+  try {
+    const signal = (runtime as { signal?: unknown } | undefined)?.signal;
+    return signal instanceof AbortSignal ? signal : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -212,7 +249,6 @@ export function contextGuardMiddleware(options: ContextGuardAgentMiddlewareOptio
       name: 'ContextGuardMiddleware',
       beforeModel: (state, runtime) => compactState(agent, state as AgentState, runtime),
       wrapModelCall: (request, handler) => fitRequest(agent, request, handler),
-      afterModel: (state, runtime) => recordUsage(agent, state as AgentState, runtime),
     }),
     { guard },
   );

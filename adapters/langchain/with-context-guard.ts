@@ -2,7 +2,7 @@
 // calling interface (invoke, stream, batch, bindTools, withConfig...): each call's messages are
 // converted to the guard's (convert.ts), estimated and compacted by beforeModel, converted back
 // (untouched messages are the caller's own objects) and sent to the wrapped model; the response's
-// usage_metadata is then recorded by afterModel. A context-length rejection (before any chunk, when
+// usage_metadata is then recorded by afterModel. A context-length rejection (before any content, when
 // streaming) is recovered once: the call is compacted and sent again. No run of its own is created:
 // the wrapped model's run, in the caller's trace, shows exactly the compacted messages the provider received.
 import type { BaseLanguageModelInput } from '@langchain/core/language_models/base';
@@ -86,6 +86,37 @@ interface PreparedCall {
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
 
+/** A content block that says something: anything but an empty text block. */
+function isContentBlock(block: unknown): boolean {
+  if (!isObject(block)) return typeof block === 'string' ? block.length > 0 : block !== undefined && block !== null;
+  return !(block['type'] === 'text' && block['text'] === '');
+}
+
+const nonEmpty = (value: unknown): boolean => Array.isArray(value) && value.length > 0;
+
+/**
+ * Whether a streamed chunk carries content (text or other blocks, tool calls, usage), as opposed to
+ * the provider's bookkeeping (ids, status, metadata) that may come before it still rejects the prompt.
+ * A chunk of an unknown shape counts as content: it is never held back.
+ */
+function carriesContent(chunk: unknown): boolean {
+  if (typeof chunk === 'string') return chunk.length > 0;
+  if (!isObject(chunk)) return true;
+  const content = chunk['content'];
+  const hasContent = Array.isArray(content)
+    ? content.some(isContentBlock)
+    : typeof content === 'string'
+      ? content.length > 0
+      : content !== undefined && content !== null;
+  return (
+    hasContent ||
+    nonEmpty(chunk['tool_call_chunks']) ||
+    nonEmpty(chunk['tool_calls']) ||
+    nonEmpty(chunk['invalid_tool_calls']) ||
+    usageFromMessage(chunk) !== undefined
+  );
+}
+
 /** The BaseMessages of any chat model input (a string, a prompt value, message-likes). */
 function toBaseMessages(input: BaseLanguageModelInput): BaseMessage[] {
   if (typeof input === 'string') return [new HumanMessage(input)];
@@ -144,6 +175,8 @@ export class GuardedChatModel<
   override async invoke(input: BaseLanguageModelInput, options?: Partial<CallOptions>): Promise<Output> {
     const config = ensureConfig(options) as Partial<CallOptions>;
     let call = await this.prepare(input, config);
+    // Aborted while compacting: the call is not sent (not every integration checks the signal before it sends).
+    config.signal?.throwIfAborted();
     let response: Output;
     try {
       response = (await this.fields.bound.invoke(call.input, config)) as Output;
@@ -158,8 +191,10 @@ export class GuardedChatModel<
     return response;
   }
 
-  // A rejection before the first chunk is retried as invoke's is; once a chunk has reached the
-  // caller, errors pass as they come.
+  // A rejection before any content is retried as invoke's is. Chunks without content (OpenAI's
+  // Responses API opens with response.created before it may still reject the prompt) are held
+  // back until the first content chunk, so a retried attempt leaves nothing behind in the caller's
+  // output; once content has reached the caller, errors pass as they come.
   override async *_streamIterator(
     input: BaseLanguageModelInput,
     options?: Partial<CallOptions>,
@@ -171,20 +206,28 @@ export class GuardedChatModel<
       // Usage arrives in parts (Anthropic: input with the first chunk, output with the last): summed,
       // as LangChain's own chunk concatenation does. A stream abandoned early records nothing.
       let usage: ModelUsage | undefined;
-      let started = false;
+      let heldBack: Output[] | undefined = [];
       try {
         for await (const chunk of await this.fields.bound.stream(call.input, config)) {
           usage = addUsage(usage, usageFromMessage(chunk));
-          started = true;
+          if (heldBack && !carriesContent(chunk)) {
+            heldBack.push(chunk as Output);
+            continue;
+          }
+          // Content from here on: nothing of this attempt may be retried, even if the caller throws into a yield.
+          const held = heldBack ?? [];
+          heldBack = undefined;
+          yield* held;
           yield chunk as Output;
         }
       } catch (error) {
-        const retry = started || retried ? undefined : await this.retryAfter(error, call, input, config);
+        const retry = !heldBack || retried ? undefined : await this.retryAfter(error, call, input, config);
         if (!retry) throw error;
         call = retry;
         retried = true;
         continue;
       }
+      if (heldBack) yield* heldBack;
       if (call.sessionId) await this.guard.afterModel({ sessionId: call.sessionId, usage: usage ?? null });
       return;
     }
@@ -267,6 +310,8 @@ export class GuardedChatModel<
         ...(this.modelId ? { modelId: this.modelId } : {}),
         ...(tools ? { tools } : {}),
         ...(window !== undefined ? { contextWindow: window } : {}),
+        // An aborted call stops its compaction's summary (the mechanical digest takes its place).
+        ...(config.signal ? { signal: config.signal } : {}),
       });
       return { input: fromGuardMessages(result.messages), sessionId };
     } catch (error) {
