@@ -56,6 +56,11 @@ interface AgentGuard {
   shapes: BoundedMap<string, RequestShape>;
   /** Per session, what the beforeModel hook checked last, until the model call it precedes. */
   checked: BoundedMap<string, { messages: readonly BaseMessage[]; shape: RequestShape | undefined }>;
+  /**
+   * Derived ids of states this middleware rewrote, mapped to the session they belong to: without a
+   * thread_id the id comes from the conversation's start, which a compaction may summarize.
+   */
+  aliases: BoundedMap<string, string>;
 }
 
 type AgentState = { messages: BaseMessage[] };
@@ -85,8 +90,14 @@ function sessionOf(
       context: threadId ? { thread_id: threadId } : {},
       hostId: threadId,
       onError: (error) => reportAdapterError(agent.guard, { stage, error }),
-    }) ?? deriveSessionId(toGuardMessages(messages.slice(0, 8)))
+    }) ?? derivedSession(agent, messages)
   );
+}
+
+/** The session a conversation's start names, or the one whose state this middleware rewrote into it. */
+function derivedSession(agent: AgentGuard, messages: readonly BaseMessage[]): string {
+  const derived = deriveSessionId(toGuardMessages(messages.slice(0, 8)));
+  return agent.aliases.get(derived) ?? derived;
 }
 
 /**
@@ -133,6 +144,9 @@ async function compactState(agent: AgentGuard, state: AgentState, runtime: unkno
   // A compaction (or a tool-pairing repair) rewrites the state, so that the checkpoint holds
   // what the model sees and the next turn builds on the summary.
   if (!compacted) return undefined;
+  // The rewritten state starts differently: a session derived from its start stays this one.
+  const rewritten = deriveSessionId(toGuardMessages(compacted.slice(0, 8)));
+  if (sessionId.startsWith('auto:') && rewritten !== sessionId) agent.aliases.set(rewritten, sessionId);
   return { messages: [new RemoveMessage({ id: REMOVE_ALL_MESSAGES }), ...compacted] };
 }
 
@@ -243,7 +257,13 @@ export function contextGuardMiddleware(options: ContextGuardAgentMiddlewareOptio
         'the agent has not called its model yet in this session',
       ),
   });
-  const agent: AgentGuard = { guard, sessionId: options.sessionId, shapes, checked: new BoundedMap(MAX_SESSIONS) };
+  const agent: AgentGuard = {
+    guard,
+    sessionId: options.sessionId,
+    shapes,
+    checked: new BoundedMap(MAX_SESSIONS),
+    aliases: new BoundedMap(MAX_SESSIONS),
+  };
   return Object.assign(
     createMiddleware({
       name: 'ContextGuardMiddleware',
