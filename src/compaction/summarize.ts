@@ -221,6 +221,13 @@ function mergeTextParts(message: GuardMessage): GuardMessage {
  * results stay in one chunk when they fit one (the summarizer should see what a call returned);
  * a single message too big for a chunk is clipped.
  */
+/**
+ * The message each clipped copy in a chunk was made from. The summarizer reads the copies (they fit
+ * its window); a fallback digest reads the originals, so that what a clip left out (the words after
+ * a long paste) is still there to keep.
+ */
+const originalOf = new WeakMap<GuardMessage, GuardMessage>();
+
 function chunk(messages: GuardMessage[], budgetChars: number): GuardMessage[][] {
   const options = { maxToolResultChars: DEFAULT_TRANSCRIPT_TOOL_RESULT_CHARS };
   const sized = messages.map((original) => {
@@ -235,6 +242,7 @@ function chunk(messages: GuardMessage[], budgetChars: number): GuardMessage[][] 
       message = clipMessage(mergeTextParts(message), Math.max(200, budgetChars - 200));
       size = renderTranscript([message], options).length;
     }
+    if (message !== original) originalOf.set(message, originalOf.get(original) ?? original);
     return { message, size };
   });
 
@@ -296,7 +304,8 @@ async function summarizeRaw(req: SummarizeRequest, override?: string): Promise<S
   /** Reports why the summarizer was not (or no longer) used; `rest` goes to the digest on top of the summary so far. */
   const fallBack = (reason: SummarizerFailure, rest: GuardMessage[], error?: unknown): SummarizeOutcome => {
     req.onFailure(reason, req.breaker.consecutiveFailures, error);
-    return { ...fallbackDigest(rest, running, maxChars, req), mechanical: true, calls, inputTokens };
+    const originals = rest.map((m) => originalOf.get(m) ?? m);
+    return { ...fallbackDigest(originals, running, maxChars, req), mechanical: true, calls, inputTokens };
   };
   const deadline = req.deadline !== undefined && Number.isFinite(req.deadline) ? req.deadline : Infinity;
   const summarizer = req.summarizer;

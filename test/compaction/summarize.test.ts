@@ -456,3 +456,21 @@ describe('summarize: the summarizer timer', () => {
     expect(child.status, child.stderr).toBe(0);
   });
 });
+
+describe('summarize: the fallback digest reads the messages as the host wrote them', () => {
+  it('a user message clipped to fit a summarizer chunk keeps, in the digest, the words after a long base64 run', async () => {
+    const blob = Buffer.alloc(6_000, 'x').toString('base64');
+    const words = 'then the words that matter: ship it on Friday';
+    const big: GuardMessage = { role: 'user', content: `U1 ${blob} ${words} ${blob}` };
+    const outcome = await summarize(
+      request({
+        messages: [big, { role: 'assistant', content: 'ok' }],
+        summarizer: () => {
+          throw new Error('down');
+        },
+      }),
+    );
+    expect(outcome.mechanical).toBe(true);
+    expect(outcome.text).toContain(words);
+  });
+});
