@@ -29,7 +29,7 @@ export async function summarizeOlder(w: Work): Promise<void> {
   const cut = chooseCut(w);
   if (!cut) return;
   const gathered = gather(w, cut.from, cut.cut);
-  if (gathered.toSummarize.length === 0) return;
+  if (gathered.toSummarize.length - gathered.contextOnly === 0) return;
   w.start();
   const step = await writeSummary(w, cut.cut, gathered);
   w.changed(step);
@@ -74,6 +74,8 @@ interface Gathered {
   keep: number[];
   toSummarize: GuardMessage[];
   summarizedTokens: number;
+  /** Messages given to the summarizer for context that stay in the prompt (the latest request). */
+  contextOnly: number;
   previousSummary: string | undefined;
   previousFileOps: FileOps | undefined;
 }
@@ -88,6 +90,7 @@ function gather(w: Work, from: number, cut: number): Gathered {
     keep: memo.summary ? [...memo.summary.keep] : origin.slice(0, from).filter((o) => o >= 0),
     toSummarize: [],
     summarizedTokens: 0,
+    contextOnly: 0,
     previousSummary: memo.summary?.text,
     previousFileOps: memo.summary?.fileOps,
   };
@@ -130,8 +133,13 @@ function gather(w: Work, from: number, cut: number): Gathered {
       g.keep.push(o);
       continue;
     }
-    // The latest request is never summarized: it is sent whole after the summary.
-    if (o === request) continue;
+    // The latest request is never replaced: it is sent whole after the summary. The summarizer
+    // still reads it, so that the steps taken on it are summarized with it in view.
+    if (o === request) {
+      g.toSummarize.push(m);
+      g.contextOnly++;
+      continue;
+    }
     g.toSummarize.push(unedited[i] ?? m);
     g.summarizedTokens += w.messageTokens(i);
   }
@@ -179,7 +187,7 @@ async function writeSummary(w: Work, cut: number, g: Gathered): Promise<Compacti
     ...(fileOps ? { fileOps } : {}),
   };
 
-  stats.summarized += g.toSummarize.length;
+  stats.summarized += g.toSummarize.length - g.contextOnly;
   // The latest turn was split when its request is before the cut: its first steps are in the summary.
   stats.splitTurn = s.retention === 'keep-recent' && request >= 0 && request < covers;
   stats.calls += outcome.calls;

@@ -84,22 +84,25 @@ describe('summarizeOlder: the cut', () => {
 
   it('summarizes everything but the latest request with summarize-all, sending it after the summary', async () => {
     const { w, calls } = await summarized(chat(4), { settings: { ...SETTINGS, retention: 'summarize-all' } });
-    // The first request is not kept apart: that is keep-recent's.
-    expect(labels(calls[0]!.messages)).toEqual(['first', 'A1', 'U1', 'A2', 'U2', 'A3', 'U3', 'A4']);
+    // The first request is not kept apart: that is keep-recent's. The summarizer reads the latest
+    // request too (the steps are summarized with it in view), but it is not replaced.
+    expect(labels(calls[0]!.messages)).toEqual(['first', 'A1', 'U1', 'A2', 'U2', 'A3', 'U3', 'A4', 'U4']);
+    expect(w.stats.summarized).toBe(8);
     expect(labels(w.cur.view.messages)).toEqual(['sys', 'summary', 'U4', 'continue']);
     expect(w.memo.summary).toMatchObject({ covers: { messages: 10 }, keep: [0], request: 9 });
     expect(w.memo.summary?.after).toEqual([continuationNote()]);
     expect(w.stats.splitTurn).toBe(false);
   });
 
-  it('never summarizes the latest request when the cut passes it (a split turn)', async () => {
+  it('never replaces the latest request when the cut passes it (a split turn)', async () => {
     const messages = [
       ...chat(3),
       ...toolStep('t1', { path: 'a.ts' }, text('RA', 3_600)),
       ...toolStep('t2', { path: 'b.ts' }, text('RB', 3_600)),
     ];
     const { w, calls } = await summarized(messages);
-    expect(labels(calls[0]!.messages)).not.toContain('U3');
+    // Read by the summarizer for context, sent whole all the same.
+    expect(labels(calls[0]!.messages)).toContain('U3');
     // The request first, then the tail of its turn: both tool steps (~1,900 tokens).
     expect(labels(w.cur.view.messages)).toEqual([
       'sys',
