@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { contextGuardMiddleware } from '../../../adapters/ai-sdk/index.ts';
 import type { Summarizer } from '../../../src/index.ts';
 import { recorder } from '../../helpers.ts';
-import { arrayStream, fileText, scriptedModel } from './mock.ts';
+import { arrayStream, readHistory, scriptedModel } from './mock.ts';
 
 const WINDOW = 8_000;
 
@@ -23,30 +23,8 @@ const overflow = () =>
   });
 
 /** A conversation under the threshold, with enough tool history for the retry to compact. */
-function history(): ModelMessage[] {
-  const messages: ModelMessage[] = [{ role: 'user', content: 'Read every file and summarize the architecture.' }];
-  for (let i = 0; i < 6; i++) {
-    messages.push(
-      {
-        role: 'assistant',
-        content: [{ type: 'tool-call', toolCallId: `h${i}`, toolName: 'read', input: { path: `f${i}.ts` } }],
-      },
-      {
-        role: 'tool',
-        content: [
-          {
-            type: 'tool-result',
-            toolCallId: `h${i}`,
-            toolName: 'read',
-            output: { type: 'text', value: fileText(`f${i}.ts`, 2_500) },
-          },
-        ],
-      },
-    );
-  }
-  messages.push({ role: 'user', content: 'Now summarize the architecture.' });
-  return messages;
-}
+const history = (): ModelMessage[] =>
+  readHistory<ModelMessage>('Read every file and summarize the architecture.', 'Now summarize the architecture.');
 
 /** The same conversation as the provider receives it (V4 prompt parts). */
 function v4Prompt(messages: ModelMessage[]): LanguageModelV4Prompt {

@@ -14,12 +14,12 @@ import { pairingProblems } from '../../compaction/invariants.ts';
 import type { recorder } from '../../helpers.ts';
 import {
   arrayStream,
-  fileText,
   isSummarizerCall,
   textOf,
   type CallOptions,
   type Received,
   type ScriptOptions,
+  readHistory,
 } from './mock.ts';
 
 type Mode = 'generate' | 'stream';
@@ -61,30 +61,7 @@ const REQUEST = 'Read every file of the project and summarize its architecture.'
 const LATEST = 'Now summarize the architecture.';
 
 /** A conversation under the threshold, with enough tool history for a compaction to matter. */
-function history(): unknown[] {
-  const messages: unknown[] = [{ role: 'user', content: REQUEST }];
-  for (let i = 0; i < 6; i++) {
-    messages.push(
-      {
-        role: 'assistant',
-        content: [{ type: 'tool-call', toolCallId: `h${i}`, toolName: 'read', input: { path: `f${i}.ts` } }],
-      },
-      {
-        role: 'tool',
-        content: [
-          {
-            type: 'tool-result',
-            toolCallId: `h${i}`,
-            toolName: 'read',
-            output: { type: 'text', value: fileText(`f${i}.ts`, 2_500) },
-          },
-        ],
-      },
-    );
-  }
-  messages.push({ role: 'user', content: LATEST });
-  return messages;
-}
+const history = (): unknown[] => readHistory<unknown>(REQUEST, LATEST);
 
 const OVERFLOW_MESSAGE =
   "This model's maximum context length is 8192 tokens. However, your messages resulted in 9500 tokens. Please reduce the length of the messages.";

@@ -22,6 +22,7 @@ import {
   tokensOf,
   type CallOptions,
   type ScriptOptions,
+  readHistory,
 } from './mock.ts';
 import { hostileCases } from './hostile-cases.ts';
 
@@ -242,28 +243,8 @@ describe('ai 6: overflow recovery', () => {
     });
   const history: ModelMessage[] = [
     { role: 'system', content: SYSTEM },
-    { role: 'user', content: REQUEST },
+    ...readHistory<ModelMessage>(REQUEST, 'Now summarize the architecture.'),
   ];
-  for (let i = 0; i < 6; i++) {
-    history.push(
-      {
-        role: 'assistant',
-        content: [{ type: 'tool-call', toolCallId: `h${i}`, toolName: 'read', input: { path: `f${i}.ts` } }],
-      },
-      {
-        role: 'tool',
-        content: [
-          {
-            type: 'tool-result',
-            toolCallId: `h${i}`,
-            toolName: 'read',
-            output: { type: 'text', value: fileText(`f${i}.ts`, 2_500) },
-          },
-        ],
-      },
-    );
-  }
-  history.push({ role: 'user', content: 'Now summarize the architecture.' });
 
   it.each<Mode>(['generate', 'stream'])(
     'retries once, compacted and smaller; a second overflow reaches the caller (%s)',

@@ -24,6 +24,7 @@ import {
   tokensOf,
   type CallOptions,
   type ScriptOptions,
+  readHistory,
 } from './mock.ts';
 import { hostileCases } from './hostile-cases.ts';
 
@@ -829,27 +830,7 @@ describe('overflow recovery', () => {
     });
 
   /** A conversation under the guard's threshold, with enough tool history to compact. */
-  const history: ModelMessage[] = [{ role: 'user', content: REQUEST }];
-  for (let i = 0; i < 6; i++) {
-    history.push(
-      {
-        role: 'assistant',
-        content: [{ type: 'tool-call', toolCallId: `h${i}`, toolName: 'read', input: { path: `f${i}.ts` } }],
-      },
-      {
-        role: 'tool',
-        content: [
-          {
-            type: 'tool-result',
-            toolCallId: `h${i}`,
-            toolName: 'read',
-            output: { type: 'text', value: fileText(`f${i}.ts`, 2_500) },
-          },
-        ],
-      },
-    );
-  }
-  history.push({ role: 'user', content: 'Now summarize the architecture.' });
+  const history = readHistory<ModelMessage>(REQUEST, 'Now summarize the architecture.');
 
   it.each<Mode>(['generate', 'stream'])('retries once with a compacted, smaller prompt (%s)', async (mode) => {
     const { mock, events, model } = setup({

@@ -180,6 +180,25 @@ export function fileText(path: string, chars = 3_000): string {
   return out.slice(0, chars);
 }
 
+/**
+ * `request`, six file reads of 2,500 characters each, then `followUp`: a conversation under an 8k
+ * threshold with enough tool history for a compaction (an overflow retry) to matter. `M` is the
+ * message type of the ai version under test.
+ */
+export function readHistory<M>(request: string, followUp: string): M[] {
+  const messages: unknown[] = [{ role: 'user', content: request }];
+  for (let i = 0; i < 6; i++) {
+    const call = { type: 'tool-call', toolCallId: `h${i}`, toolName: 'read', input: { path: `f${i}.ts` } };
+    const output = { type: 'text', value: fileText(`f${i}.ts`, 2_500) };
+    messages.push(
+      { role: 'assistant', content: [call] },
+      { role: 'tool', content: [{ type: 'tool-result', toolCallId: `h${i}`, toolName: 'read', output }] },
+    );
+  }
+  messages.push({ role: 'user', content: followUp });
+  return messages as M[];
+}
+
 /** The text of a message's content (string, or its text parts). */
 export function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
