@@ -11,6 +11,7 @@ export type { StateStore } from './state/store.ts';
 export type { SessionState, SessionStatus } from './state/session.ts';
 export { matchingOverride, normalizeModelId, resolveModelInfo } from './tokens/windows.ts';
 export { MIN_CONTEXT_WINDOW } from './config.ts';
+export { isUsableWindow } from './call.ts';
 export type { ModelFamily, ModelInfo } from './tokens/windows.ts';
 export { CHARS_PER_TOKEN } from './tokens/heuristic.ts';
 export type { ExactCounting } from './tokens/exact.ts';

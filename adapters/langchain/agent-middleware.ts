@@ -11,7 +11,7 @@ import { RemoveMessage, type SystemMessage, type BaseMessage } from '@langchain/
 import { createMiddleware, type ModelRequest, type WrapModelCallHandler } from 'langchain';
 import type { ContextGuard, ContextGuardOptions, ErrorEvent, ModelUsage, ToolDefinition } from '../../src/index.ts';
 import { BoundedMap } from '../shared/bounded-map.ts';
-import { contextWindowFor, reportAdapterError } from '../shared/model-window.ts';
+import { reportAdapterError } from '../shared/model-window.ts';
 import { retryAfterOverflow } from '../shared/overflow-retry.ts';
 import { adapterGuard, latestModelSummarizer } from '../shared/owned-guard.ts';
 import { deriveSessionId, hostSessionId, resolveSessionId } from '../shared/session-id.ts';
@@ -136,7 +136,7 @@ async function compactState(agent: AgentGuard, state: AgentState, runtime: unkno
   // Before this process has seen the agent's model in this session (a restored thread), the
   // window may only be known from the model's profile: wrapModelCall fits that first request,
   // and this hook compacts the state from the next call on.
-  if (!shape && contextWindowFor(agent.guard, {}) === undefined) return undefined;
+  if (!shape && agent.guard.contextWindowFor({}) === undefined) return undefined;
   const compacted = await guardMessages(agent, sessionId, shape, messages, signalOf(runtime));
   // What the model call will receive, so that wrapModelCall need not run the guard again
   // (once per model call: one estimate event, one pending request).

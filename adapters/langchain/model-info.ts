@@ -1,7 +1,6 @@
 // What the LangChain adapters read off a chat model and a run: the model's name (for the registry's
 // window and the media pricing), the window its profile declares, and LangGraph's thread id.
 import type { ContextGuard } from '../../src/index.ts';
-import { contextWindowFor } from '../shared/model-window.ts';
 
 /** The model's name (`model`, else `modelName`, as provider integrations expose it). */
 export function modelIdOf(model: object): string | undefined {
@@ -29,7 +28,7 @@ export function profileWindow(model: object): number | undefined {
  * by the model's name; never LangChain's 4,097-token fallback. Undefined when none is known.
  */
 export function callWindow(guard: ContextGuard, model: object, modelId: string | undefined): number | undefined {
-  return contextWindowFor(guard, { modelId, contextWindow: profileWindow(model) });
+  return guard.contextWindowFor({ modelId, contextWindow: profileWindow(model) });
 }
 
 /** LangGraph's thread id in a runnable config or an agent's runtime (`configurable.thread_id`), as it is. */

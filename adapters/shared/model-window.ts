@@ -1,8 +1,8 @@
 // What the adapters ask a guard about a call's window, and how they report their own failures:
 // through the guard's methods (contextWindowFor, reportError), never its options.
 import {
+  isUsableWindow,
   matchingOverride,
-  MIN_CONTEXT_WINDOW,
   type ContextGuard,
   type ContextGuardOptions,
   type ErrorEvent,
@@ -17,23 +17,10 @@ export interface WindowQuery {
   contextWindow?: number | undefined;
 }
 
-/**
- * A host's window the guard takes: a finite number of tokens, at least the guard's minimum (below it, a placeholder or
- * a fraction).
- */
-export function isUsableWindow(window: unknown): window is number {
-  return typeof window === 'number' && Number.isFinite(window) && window >= MIN_CONTEXT_WINDOW;
-}
-
 /** Whether one of the user's `models` keys names the model; works on options not yet validated. */
 export function modelsNameModel(modelId: string | undefined, models: unknown): boolean {
   if (!modelId || typeof models !== 'object' || models === null) return false;
   return matchingOverride(modelId, models as Record<string, unknown>) !== undefined;
-}
-
-/** The window `guard` uses for a call, the user's settings first (see ContextGuard.contextWindowFor). */
-export function contextWindowFor(guard: ContextGuard, query: WindowQuery): number | undefined {
-  return guard.contextWindowFor(query);
 }
 
 /**

@@ -4,14 +4,10 @@
 // no longer verbatim in the prompt, a continuation message quotes it and tells the model to go on.
 import type { GuardMessage, UserMessage } from '../messages.ts';
 import { hashText } from '../tokens/hash.ts';
-import { clipMiddle, userContentText } from './text.ts';
 
 export const SUMMARY_OPEN = '[Context Summary]';
 export const SUMMARY_CLOSE = '[End of Context Summary]';
 export const CONTINUATION_OPEN = '[Continue]';
-
-/** Longest quote of the user's request in a continuation (head and tail kept). */
-export const MAX_REQUEST_QUOTE_CHARS = 2_000;
 
 const CONTINUATION_INSTRUCTION =
   'Continue with it from where the work left off, using the summary above. Do not ask the user to repeat anything.';
@@ -34,25 +30,6 @@ export function continuationNote(): UserMessage {
     role: 'user',
     content: `${CONTINUATION_OPEN} The message above is the user's current request; the summary before it records the work already done on it. ${CONTINUATION_INSTRUCTION}`,
   };
-}
-
-/** The instruction that follows a summary when the user's latest request is not kept verbatim (a quote of it). */
-export function continuationMessage(
-  request: GuardMessage | undefined,
-  redact: (text: string) => string = (t) => t,
-): UserMessage {
-  // Redacted: the continuation is stored with the summary (in a shared store, say).
-  const text = request?.role === 'user' ? redact(userContentText(request.content)) : '';
-  const quote = text.trim()
-    ? `The user's current request, quoted:\n"""\n${clipMiddle(text, MAX_REQUEST_QUOTE_CHARS)}\n"""\n`
-    : '';
-  const instruction = `${CONTINUATION_OPEN} ${quote}${CONTINUATION_INSTRUCTION}`;
-  // Images and documents of the request cannot be quoted: they come along as they are.
-  const media =
-    request?.role === 'user' && Array.isArray(request.content)
-      ? request.content.filter((p) => p?.type === 'image' || p?.type === 'file')
-      : [];
-  return { role: 'user', content: media.length > 0 ? [{ type: 'text', text: instruction }, ...media] : instruction };
 }
 
 function textOf(message: GuardMessage): string | undefined {

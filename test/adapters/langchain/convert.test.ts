@@ -5,8 +5,8 @@ import { convertMessagesToResponsesInput, convertResponsesMessageToAIMessage } f
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { fromGuardMessages, toGuardMessages, toGuardTools } from '../../../adapters/langchain/convert.ts';
-import { clipMessage } from '../../../src/compaction/memo.ts';
-import { continuationMessage, summaryMessage } from '../../../src/compaction/placement.ts';
+import { clipMessage, replaceMedia } from '../../../src/compaction/memo.ts';
+import { summaryMessage } from '../../../src/compaction/placement.ts';
 import { applyToolEdits, PLACEHOLDER } from '../../../src/compaction/prune.ts';
 import { repairToolPairing } from '../../../src/compaction/structure.ts';
 import { createContextGuard, type GuardMessage } from '../../../src/index.ts';
@@ -317,17 +317,19 @@ describe('fromGuardMessages: what the guard wrote or edited', () => {
     expect(toGuardMessages([first as BaseMessage])[0]).toBe(summary);
   });
 
-  it('a continuation carries the request media as the original blocks', () => {
+  it('a request with one image left out carries its other media as the original blocks', () => {
     const messages = conversation();
     const guard = toGuardMessages(messages);
-    const [continuation] = fromGuardMessages([continuationMessage(guard[1])]);
-    expect(continuation).toBeInstanceOf(HumanMessage);
-    const blocks = continuation?.content as Obj[];
+    const [edited] = fromGuardMessages([replaceMedia(guard[1] as GuardMessage, (j) => j === 1)]);
+    expect(edited).toBeInstanceOf(HumanMessage);
+    const blocks = edited?.content as Obj[];
     const original = (messages[1] as HumanMessage).content as Obj[];
     expect(blocks[0]?.type).toBe('text');
-    // Every image and file block of the request, as the very objects the host built.
-    expect(blocks.slice(1)).toEqual(original.slice(1, 8));
-    blocks.slice(1).forEach((b, i) => expect(b).toBe(original[i + 1]));
+    // The image left out is named by a text block; every other image and file block of the request
+    // comes back as the very object the host built.
+    expect(blocks[1]?.type).toBe('text');
+    expect(String(blocks[1]?.text)).toMatch(/left out to fit the context window/);
+    blocks.slice(2, 8).forEach((b, i) => expect(b).toBe(original[i + 2]));
   });
 
   it('a clipped message keeps its id and name', () => {

@@ -1,12 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
-import {
-  contextWindowFor,
-  isUsableWindow,
-  modelsNameModel,
-  ownedGuardWindow,
-  reportAdapterError,
-} from '../../../adapters/shared/model-window.ts';
-import { createContextGuard, resolveModelInfo, type ContextGuardEvent } from '../../../src/index.ts';
+import { modelsNameModel, ownedGuardWindow, reportAdapterError } from '../../../adapters/shared/model-window.ts';
+import { createContextGuard, isUsableWindow, resolveModelInfo, type ContextGuardEvent } from '../../../src/index.ts';
 
 const GPT_4O = resolveModelInfo('gpt-4o')!.contextWindow;
 
@@ -36,29 +30,29 @@ describe('isUsableWindow', () => {
   });
 });
 
-describe('contextWindowFor', () => {
+describe('guard.contextWindowFor', () => {
   it("the user's settings first: the guard's window, then a models entry naming the model", () => {
     expect(
-      contextWindowFor(createContextGuard({ contextWindow: 9_000 }), { modelId: 'gpt-4o', contextWindow: 50_000 }),
+      createContextGuard({ contextWindow: 9_000 }).contextWindowFor({ modelId: 'gpt-4o', contextWindow: 50_000 }),
     ).toBe(9_000);
     const guard = createContextGuard({ models: { 'gpt-4o': 30_000 } });
-    expect(contextWindowFor(guard, { modelId: 'gpt-4o-2024-08-06', contextWindow: 50_000 })).toBe(30_000);
+    expect(guard.contextWindowFor({ modelId: 'gpt-4o-2024-08-06', contextWindow: 50_000 })).toBe(30_000);
   });
 
   it("then the window the host declares, when usable; then the registry's", () => {
     const guard = createContextGuard();
-    expect(contextWindowFor(guard, { modelId: 'gpt-4o', contextWindow: 50_000 })).toBe(50_000);
-    expect(contextWindowFor(guard, { modelId: 'acme-unlisted', contextWindow: 12_000 })).toBe(12_000);
-    expect(contextWindowFor(guard, { modelId: 'gpt-4o', contextWindow: 500 })).toBe(GPT_4O);
-    expect(contextWindowFor(guard, { modelId: 'gpt-4o' })).toBe(GPT_4O);
-    expect(contextWindowFor(guard, { contextWindow: 12_000 })).toBe(12_000);
+    expect(guard.contextWindowFor({ modelId: 'gpt-4o', contextWindow: 50_000 })).toBe(50_000);
+    expect(guard.contextWindowFor({ modelId: 'acme-unlisted', contextWindow: 12_000 })).toBe(12_000);
+    expect(guard.contextWindowFor({ modelId: 'gpt-4o', contextWindow: 500 })).toBe(GPT_4O);
+    expect(guard.contextWindowFor({ modelId: 'gpt-4o' })).toBe(GPT_4O);
+    expect(guard.contextWindowFor({ contextWindow: 12_000 })).toBe(12_000);
   });
 
   it('undefined when nothing is known, without an event (beforeModel reports an unknown window)', () => {
     const onEvent = vi.fn();
     const guard = createContextGuard({ onEvent });
-    expect(contextWindowFor(guard, { modelId: 'my-local-llm' })).toBeUndefined();
-    expect(contextWindowFor(guard, {})).toBeUndefined();
+    expect(guard.contextWindowFor({ modelId: 'my-local-llm' })).toBeUndefined();
+    expect(guard.contextWindowFor({})).toBeUndefined();
     expect(onEvent).not.toHaveBeenCalled();
   });
 
@@ -72,7 +66,7 @@ describe('contextWindowFor', () => {
     ];
     for (const { options, query } of cases) {
       const guard = createContextGuard(options);
-      const window = contextWindowFor(guard, query);
+      const window = guard.contextWindowFor(query);
       const call = { sessionId: 's', messages: [{ role: 'user' as const, content: 'hi' }], modelId: query.modelId };
       const direct = await guard.beforeModel(call);
       const r = await guard.beforeModel({ ...call, ...(window !== undefined ? { contextWindow: window } : {}) });
