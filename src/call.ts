@@ -139,21 +139,29 @@ export class CallResolver {
     const threshold = contextWindow === undefined ? Number.POSITIVE_INFINITY : this.threshold(sessionId, contextWindow);
     const text = await this.textMeasure(sessionId, modelId);
     const provider = mediaProviderForModel(modelId);
+    const [promptKey, hostKey, apartKey] = measurerKeys(sessionId);
     let host: MeasuredPrompt | undefined;
-    const measureHost = () => (host ??= measurer.measure(hostKey(sessionId), hostMessages, undefined, provider, text));
+    const measureHost = () => (host ??= measurer.measure(hostKey, hostMessages, undefined, provider, text));
     return {
       sessionId,
       hostMessages,
       tools,
       contextWindow,
       threshold,
-      measure: (messages) => measurer.measure(sessionId, messages, tools, provider, text),
+      measure: (messages) => measurer.measure(promptKey, messages, tools, provider, text),
       measureHost,
       hashOf: (i) => measureHost().entries[i]?.hash ?? 0,
-      measureApart: (messages) => measurer.measure(`${sessionId}\u0000apart`, messages, tools, provider, text),
+      measureApart: (messages) => measurer.measure(apartKey, messages, tools, provider, text),
     };
   }
 }
 
-/** The measurer's key for a session's host messages measured on their own. */
-export const hostKey = (sessionId: string): string => `${sessionId}\u0000input`;
+/**
+ * The measurer's keys of a session: its prompt, its host messages measured on their own, and
+ * prompts measured apart (the ones `Call` measures with).
+ */
+export const measurerKeys = (sessionId: string): [prompt: string, host: string, apart: string] => [
+  sessionId,
+  `${sessionId}\u0000input`,
+  `${sessionId}\u0000apart`,
+];

@@ -12,7 +12,7 @@ import type {
   RecoverFromOverflowInput,
   RecoverFromOverflowResult,
 } from './api.ts';
-import { CallResolver, contextWindowFor, hostKey } from './call.ts';
+import { CallResolver, contextWindowFor, measurerKeys } from './call.ts';
 import { resolveOptions, type ContextGuardOptions, type ResolvedOptions } from './config.ts';
 import { compact, compactionRequest, type CompactionEnv, type CompactionOutcome } from './compact.ts';
 import { CircuitBreaker } from './compaction/summarize.ts';
@@ -127,7 +127,7 @@ class Guard implements ContextGuard {
     this.emit({ type: 'error', ...(sessionId ? { sessionId } : {}), stage, error });
 
   readonly reset = async (sessionId: string): Promise<void> => {
-    for (const key of [sessionId, hostKey(sessionId), `${sessionId}\u0000apart`]) this.measurer.forget(key);
+    for (const key of measurerKeys(sessionId)) this.measurer.forget(key);
     this.checkedInputs.forget(sessionId);
     this.pairing.forget(sessionId);
     await this.sessions.delete(sessionId);
