@@ -116,6 +116,24 @@ async function step(
   return { r, beforeMs, afterMs };
 }
 
+/** One session's conversation, grown and called through `step` a number of calls at a time. */
+function conversation(guard: ContextGuard, events: ReturnType<typeof recorder>, sessionId: string) {
+  let history = initial();
+  let calls = 0;
+  return {
+    /** The calls made so far (each recorded its real count). */
+    get calls() {
+      return calls;
+    },
+    async steps(n: number, phase: string): Promise<void> {
+      for (const end = calls + n; calls < end; calls++) {
+        history = grow(history, calls);
+        await step(guard, events, sessionId, history, STORE_TIMEOUT_MS + SLACK_MS, `${phase}, call ${calls}`);
+      }
+    },
+  };
+}
+
 /** Waits until the store answers again (ioredis reconnects with a back-off). */
 async function untilStoreAnswers(store: RedisStore, sessionId: string, timeoutMs = 8_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -168,27 +186,17 @@ describe.skipIf(skip)('faults with a Redis store', () => {
     const { guard, store, events } = guardOn(redis.url, prefix);
     stores.push(store);
     const session = 'outage';
-    let history = initial();
-    let calls = 0;
-    let i = 0;
+    const run = conversation(guard, events, session);
     // Up: the state is in Redis.
-    for (; i < 8; i++) {
-      history = grow(history, i);
-      await step(guard, events, session, history, STORE_TIMEOUT_MS + SLACK_MS, `up, call ${i}`);
-      calls++;
-    }
+    await run.steps(8, 'up');
     expect(events.of('store-failed')).toEqual([]);
-    expect((await store.get(session))?.calls).toBe(calls);
+    expect((await store.get(session))?.calls).toBe(run.calls);
 
     // Down: the guard goes on with its in-process copy, compacting when needed.
     await redis.stop();
     const compactionsBefore = events.of('compaction-end').length;
     // This conversation crosses the threshold around its 12th call (see the compaction check below).
-    for (; i < 14; i++) {
-      history = grow(history, i);
-      await step(guard, events, session, history, STORE_TIMEOUT_MS + SLACK_MS, `down, call ${i}`);
-      calls++;
-    }
+    await run.steps(6, 'down');
     expect(events.of('store-failed').length).toBeGreaterThan(0);
     expect(events.of('compaction-end').length).toBeGreaterThan(compactionsBefore); // it compacted while Redis was down
     expect(events.of('error')).toEqual([]);
@@ -198,11 +206,7 @@ describe.skipIf(skip)('faults with a Redis store', () => {
     await redis.start();
     await untilStoreAnswers(store, session);
     const failedBefore = events.of('store-failed').length;
-    for (const end = i + 3; i < end; i++) {
-      history = grow(history, i);
-      await step(guard, events, session, history, STORE_TIMEOUT_MS + SLACK_MS, `restarted, call ${i}`);
-      calls++;
-    }
+    await run.steps(3, 'restarted');
     expect(events.of('store-failed').slice(failedBefore)).toEqual([]);
     const stored = (await store.get(session)) as SessionState;
     expect(stored, 'nothing was written to the restarted Redis').toBeDefined();
@@ -212,8 +216,8 @@ describe.skipIf(skip)('faults with a Redis store', () => {
         stored.calls,
         'the restarted store got a fresh state instead of the one this process kept during the outage',
       )
-      .toBe(calls);
-    expect.soft(stored.usageRecorded, 'real counts recorded during the outage were lost').toBe(calls);
+      .toBe(run.calls);
+    expect.soft(stored.usageRecorded, 'real counts recorded during the outage were lost').toBe(run.calls);
     expect.soft(stored.memo?.summary, 'the summary made during the outage was lost').toBeDefined();
     expect(events.of('error')).toEqual([]);
     const unhandled = consoleError.mock.calls.filter((args) =>
@@ -234,37 +238,25 @@ describe.skipIf(skip)('faults with a Redis store', () => {
       const { guard, store, events } = guardOn(proxy.url, prefix);
       stores.push(store);
       const session = 'partition';
-      let history = initial();
-      let calls = 0;
-      let i = 0;
-      for (; i < 8; i++) {
-        history = grow(history, i);
-        await step(guard, events, session, history, STORE_TIMEOUT_MS + SLACK_MS, `up, call ${i}`);
-        calls++;
-      }
+      const run = conversation(guard, events, session);
+      await run.steps(8, 'up');
       expect((await store.get(session))?.memo?.summary).toBeUndefined();
       await proxy.stop();
-      for (; i < 14; i++) {
-        history = grow(history, i);
-        await step(guard, events, session, history, STORE_TIMEOUT_MS + SLACK_MS, `partitioned, call ${i}`);
-        calls++;
-      }
+      await run.steps(6, 'partitioned');
       expect(events.of('store-failed').length).toBeGreaterThan(0);
       expect(events.of('compaction-end').length).toBeGreaterThan(0);
       await proxy.start();
       await untilStoreAnswers(store, session);
       const failedBefore = events.of('store-failed').length;
-      for (const end = i + 2; i < end; i++) {
-        history = grow(history, i);
-        await step(guard, events, session, history, STORE_TIMEOUT_MS + SLACK_MS, `healed, call ${i}`);
-        calls++;
-      }
+      await run.steps(2, 'healed');
       expect(events.of('store-failed').slice(failedBefore)).toEqual([]);
       const stored = (await store.get(session)) as SessionState;
       expect
         .soft(stored.calls, 'calls made while Redis was unreachable were dropped from the shared state')
-        .toBe(calls);
-      expect.soft(stored.usageRecorded, 'real counts recorded while Redis was unreachable were dropped').toBe(calls);
+        .toBe(run.calls);
+      expect
+        .soft(stored.usageRecorded, 'real counts recorded while Redis was unreachable were dropped')
+        .toBe(run.calls);
       expect.soft(stored.memo?.summary, 'the summary made while Redis was unreachable was dropped').toBeDefined();
       expect(events.of('error')).toEqual([]);
     } finally {
