@@ -1,26 +1,16 @@
 // A stream given up while the guard prepares the compacted retry of an in-stream context-length
 // rejection (its single reader cancels it, or the call's abortSignal fires): nobody reads the retry,
 // so the compaction must stop calling the summarizer and no retried request may reach the provider.
-import { APICallError, type LanguageModelV4Prompt } from '@ai-sdk/provider';
+import type { LanguageModelV4Prompt } from '@ai-sdk/provider';
 import { streamText, wrapLanguageModel, type ModelMessage } from 'ai';
 import { MockLanguageModelV4 } from 'ai/test';
 import { describe, expect, it } from 'vitest';
 import { contextGuardMiddleware } from '../../../adapters/ai-sdk/index.ts';
 import type { Summarizer } from '../../../src/index.ts';
 import { recorder } from '../../helpers.ts';
-import { arrayStream, readHistory, scriptedModel } from './mock.ts';
+import { arrayStream, overflowError, readHistory, scriptedModel } from './mock.ts';
 
 const WINDOW = 8_000;
-
-const overflow = () =>
-  new APICallError({
-    message:
-      "This model's maximum context length is 8192 tokens. However, your messages resulted in 9500 tokens. Please reduce the length of the messages.",
-    url: 'https://api.openai.com/v1/chat/completions',
-    requestBodyValues: {},
-    statusCode: 400,
-    isRetryable: false,
-  });
 
 /** A conversation under the threshold, with enough tool history for the retry to compact. */
 const history = (): ModelMessage[] =>
@@ -81,7 +71,7 @@ async function giveUpDuringRetry(how: GiveUp) {
       ++streams === 1
         ? arrayStream([
             { type: 'stream-start', warnings: [] },
-            { type: 'error', error: overflow() },
+            { type: 'error', error: overflowError() },
           ])
         : arrayStream(parts),
   });

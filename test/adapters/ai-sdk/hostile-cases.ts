@@ -20,6 +20,8 @@ import {
   type Received,
   type ScriptOptions,
   readHistory,
+  overflowError,
+  OVERFLOW_MESSAGE,
 } from './mock.ts';
 
 type Mode = 'generate' | 'stream';
@@ -62,19 +64,6 @@ const LATEST = 'Now summarize the architecture.';
 
 /** A conversation under the threshold, with enough tool history for a compaction to matter. */
 const history = (): unknown[] => readHistory<unknown>(REQUEST, LATEST);
-
-const OVERFLOW_MESSAGE =
-  "This model's maximum context length is 8192 tokens. However, your messages resulted in 9500 tokens. Please reduce the length of the messages.";
-
-/** A Chat Completions rejection for the prompt's length, as @ai-sdk/openai throws it (not retryable by the SDK). */
-const overflowError = (message = OVERFLOW_MESSAGE) =>
-  new APICallError({
-    message,
-    url: 'https://api.openai.com/v1/chat/completions',
-    requestBodyValues: {},
-    statusCode: 400,
-    isRetryable: false,
-  });
 
 /** The in-stream rejection reached the caller (the SDK wraps a stream error part in its own error). */
 const saysContextWindow = (error: unknown) => /context window/.test(String((error as Error | undefined)?.message));

@@ -25,6 +25,8 @@ import {
   type CallOptions,
   type ScriptOptions,
   readHistory,
+  overflowError,
+  OVERFLOW_MESSAGE,
 } from './mock.ts';
 import { hostileCases } from './hostile-cases.ts';
 
@@ -817,17 +819,7 @@ describe('provider options', () => {
 // -------------------------------------------------------------------------------------------------
 
 describe('overflow recovery', () => {
-  /** OpenAI's rejection for a prompt over the window; not retryable, so the SDK's own retries stay out. */
-  const overflow = () =>
-    new APICallError({
-      message:
-        "This model's maximum context length is 8192 tokens. However, your messages resulted in 9500 tokens. Please reduce the length of the messages.",
-      url: 'https://api.openai.com/v1/chat/completions',
-      requestBodyValues: {},
-      statusCode: 400,
-      responseBody: '{"error":{"code":"context_length_exceeded"}}',
-      isRetryable: false,
-    });
+  const overflow = () => overflowError(OVERFLOW_MESSAGE, '{"error":{"code":"context_length_exceeded"}}');
 
   /** A conversation under the guard's threshold, with enough tool history to compact. */
   const history = readHistory<ModelMessage>(REQUEST, 'Now summarize the architecture.');
@@ -894,13 +886,9 @@ describe('overflow recovery', () => {
         reply: (options) => {
           const tokens = mock.received.at(-1)!.tokens;
           if (tokens > LIMIT) {
-            throw new APICallError({
-              message: `This model's maximum context length is ${LIMIT} tokens. However, your messages resulted in ${tokens} tokens. Please reduce the length of the messages.`,
-              url: 'https://api.openai.com/v1/chat/completions',
-              requestBodyValues: {},
-              statusCode: 400,
-              isRetryable: false,
-            });
+            throw overflowError(
+              `This model's maximum context length is ${LIMIT} tokens. However, your messages resulted in ${tokens} tokens. Please reduce the length of the messages.`,
+            );
           }
           return { text: `answered with ${options.prompt.length} messages` };
         },

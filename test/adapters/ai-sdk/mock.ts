@@ -8,6 +8,8 @@
 //     apart from the agent's calls, so the tests can count summarizer runs;
 //   - everything else is decided by a per-test `reply` script (tool calls, text, or a throw).
 
+import { APICallError } from '@ai-sdk/provider';
+
 /** The rule the mock "provider" counts tokens by. Default ratio 1.3: a tokenizer denser than chars/4. */
 export function tokensOf(value: unknown, ratio = 1.3): number {
   return Math.ceil(((JSON.stringify(value ?? null) ?? '').length / 4) * ratio);
@@ -250,3 +252,20 @@ export function promptShapeProblems(prompt: CallOptions['prompt']): string[] {
   });
   return problems;
 }
+
+export const OVERFLOW_MESSAGE =
+  "This model's maximum context length is 8192 tokens. However, your messages resulted in 9500 tokens. Please reduce the length of the messages.";
+
+/**
+ * OpenAI's Chat Completions rejection of a prompt over the window, as @ai-sdk/openai throws it: not
+ * retryable, so the SDK's own retries stay out.
+ */
+export const overflowError = (message = OVERFLOW_MESSAGE, responseBody?: string): APICallError =>
+  new APICallError({
+    message,
+    url: 'https://api.openai.com/v1/chat/completions',
+    requestBodyValues: {},
+    statusCode: 400,
+    ...(responseBody ? { responseBody } : {}),
+    isRetryable: false,
+  });
