@@ -1,5 +1,6 @@
 // The public contract of a guard: what beforeModel and afterModel take and return, and the
 // guard's methods. The implementation is createContextGuard (guard.ts).
+import type { CompactionReceipt, RecalledItem, RecallOptions } from './archive/types.ts';
 import type { ResolvedOptions } from './config.ts';
 import type { CompactionResult } from './compaction/types.ts';
 import type { GuardMessage, ToolDefinition } from './messages.ts';
@@ -114,6 +115,15 @@ export interface ContextGuard {
    * built-in registry. Undefined when none is known. Sends no event.
    */
   contextWindowFor(query: { modelId?: string | undefined; contextWindow?: number | undefined }): number | undefined;
+  /**
+   * What compaction took out of the session's prompt, found again: by `id` (the tool-call id a
+   * placeholder names, an item id, a batch label) exactly, or by `query`, ranked by relevance. At
+   * most `limit` items (default 5), their text within `maxChars` in all. Never throws: `[]` when
+   * nothing matches, the archive is off, or the store failed (an event says so).
+   */
+  recall(sessionId: string, options: RecallOptions): Promise<RecalledItem[]>;
+  /** The receipts of the session's compactions, oldest first (the most recent 200). */
+  compactions(sessionId: string): Promise<CompactionReceipt[]>;
   /** Reports a failure outside the guard (an adapter's) to `onEvent` as an `error` event; never throws. */
   reportError(report: { sessionId?: string | undefined; stage: ErrorEvent['stage']; error: unknown }): void;
   /** The validated options with their defaults. */

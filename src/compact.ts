@@ -1,6 +1,7 @@
 // One compaction of one call: the beforeCompact hook, the pricing the pipeline plans with, the
 // pipeline itself with the summarizer wired in (its deadline, its circuit breaker, its events),
 // and the afterwards: events, the result, and the memo the next calls re-apply.
+import type { Archive } from './archive/archive.ts';
 import type { Call } from './call.ts';
 import { compactionSettings, type ResolvedOptions } from './config.ts';
 import type { ContextGuardEvent } from './events.ts';
@@ -27,6 +28,8 @@ export interface CompactionRequest {
   calibration: CalibrationState;
   /** Real counts recorded in the session so far. */
   usageRecorded: number;
+  /** When the session started (ISO), the start of its first archive batch. */
+  startedAt: string | undefined;
 }
 
 export interface CompactionOutcome {
@@ -43,11 +46,17 @@ export interface CompactionEnv {
   emit: (event: ContextGuardEvent) => void;
   /** One per guard: a failing summarizer fails for every session. */
   breaker: CircuitBreaker;
+  archive: Archive;
 }
 
 /** What a call that compacts knows: the session's state and the prompt it prepared. */
 export function compactionRequest(
-  state: { compactRequest?: { focus?: string }; calibration: CalibrationState; usageRecorded: number },
+  state: {
+    compactRequest?: { focus?: string };
+    calibration: CalibrationState;
+    usageRecorded: number;
+    startedAt?: string;
+  },
   p: { view: View; est: { tokens: number }; memo: CompactionMemo | undefined; summaryApplies: boolean },
   signal: AbortSignal | undefined,
 ): CompactionRequest {
@@ -63,6 +72,7 @@ export function compactionRequest(
     summaryApplies: p.summaryApplies,
     calibration: state.calibration,
     usageRecorded: state.usageRecorded,
+    startedAt: state.startedAt,
   };
 }
 
@@ -77,6 +87,7 @@ export async function compact(
   const hook = await askBeforeCompact(call, r, env, settings.target);
   if (hook === 'cancel') return undefined;
   const started = Date.now();
+  const { label, end } = env.archive.label(call.sessionId, started);
   // The pipeline prices prompts as the calls after the compaction will (see compactionCalibration).
   const now = call.measure(r.view.messages);
   const reset = compactionCalibration(r.calibration, env.options.calibration, r.tokens, now.chars, now.mediaTokens);
@@ -85,6 +96,9 @@ export async function compact(
     reset,
     override: hook,
     deadline: started + settings.compactionTimeoutMs,
+    label,
+    start: r.memo.archivedUntil ?? r.startedAt ?? end,
+    end,
   });
   let output: Awaited<ReturnType<typeof runPipeline>>;
   try {
@@ -96,11 +110,28 @@ export async function compact(
     output = await runPipeline(input(undefined));
   }
   if (!output.result) return undefined;
+  // The originals are archived before the prompt without them is sent.
+  const receipt = await env.archive.record({
+    sessionId: call.sessionId,
+    label,
+    start: r.memo.archivedUntil ?? r.startedAt ?? end,
+    end,
+    input: call.hostMessages,
+    before: r.view,
+    after: output.view,
+    oldMemo: r.memo,
+    newMemo: output.memo,
+    hashOf: call.hashOf,
+    result: output.result,
+    extraBatches: output.batches,
+    redact: env.options.redact,
+  });
+  output.memo.archivedUntil = end;
   const result: CompactionResult = { ...output.result, durationMs: Date.now() - started };
   const tokens = Math.ceil(output.tokens);
   if (result.overflow)
     env.emit({ type: 'overflow', sessionId: call.sessionId, tokens, threshold: call.threshold, contextWindow });
-  env.emit({ type: 'compaction-end', sessionId: call.sessionId, ...result });
+  env.emit({ type: 'compaction-end', sessionId: call.sessionId, ...result, receipt });
   return {
     messages: output.view.messages,
     tokens,
@@ -144,6 +175,10 @@ interface Plan {
   override: string | undefined;
   /** One deadline for every summarizer call of this compaction; past it the rest folds mechanically. */
   deadline: number;
+  /** The archive batch of this compaction, and the time span it covers. */
+  label: string;
+  start: string;
+  end: string;
 }
 
 /** The pipeline's input for a summarizer (undefined: the mechanical digest only). */
@@ -186,6 +221,7 @@ function pipelineInput(call: Call, r: CompactionRequest, env: CompactionEnv, pla
     threshold: call.threshold,
     contextWindow: call.contextWindow as number,
     redact: options.redact,
+    archive: plan.settings.archive ? { label: plan.label, start: plan.start, end: plan.end } : undefined,
     tokensBefore: r.tokens,
     measure: call.measure,
     price: priceAfterReset(plan.reset, options.calibration),

@@ -142,6 +142,39 @@ export const optionsSchema = z.strictObject({
     .optional(),
   beforeCompact: z.custom<BeforeCompactHook>(isFunction, 'expected a function').optional(),
   afterCompact: z.custom<AfterCompactHook>(isFunction, 'expected a function').optional(),
+  archive: z
+    .union(
+      [
+        z.literal(false),
+        z.strictObject({
+          maxChars: z.number().int('expected a whole number of characters').positive('expected at least 1').optional(),
+          recallMaxChars: z
+            .number()
+            .int('expected a whole number of characters')
+            .min(200, 'expected at least 200 characters')
+            .optional(),
+        }),
+      ],
+      { error: 'expected false or an object { maxChars?, recallMaxChars? }' },
+    )
+    .optional(),
+  keepUserMessagesTokens: z
+    .number({ error: 'expected a number: tokens when >= 1, a fraction of the window when < 1, 0 to turn it off' })
+    .refine(
+      (n) => Number.isFinite(n) && n >= 0,
+      'expected a number >= 0: tokens when >= 1, a fraction of the window when < 1, 0 to turn it off',
+    )
+    .optional(),
+  clipArchive: z
+    .strictObject(
+      {
+        first: z.number().int('expected a whole number of batches').nonnegative('expected 0 or more batches'),
+        last: z.number().int('expected a whole number of batches').positive('expected at least 1 batch'),
+        buffer: z.number().int('expected a whole number of batches').nonnegative('expected 0 or more').optional(),
+      },
+      { error: 'expected an object { first, last, buffer? }' },
+    )
+    .optional(),
 });
 
 /** Correction bounds applied to the provider's real / heuristic token ratio. */
@@ -238,6 +271,48 @@ export interface ContextGuardOptions {
   beforeCompact?: BeforeCompactHook;
   /** Called after each compaction with its result. */
   afterCompact?: AfterCompactHook;
+  /**
+   * Lossless compaction: what a compaction takes out of the prompt (summarized messages, pruned or
+   * truncated tool outputs, clipped messages, media) is archived first, in the session's store, and
+   * `guard.recall` (or the adapters' `recallTool`) finds it again. `false` turns it off.
+   */
+  archive?: false | ArchiveOptions;
+  /**
+   * After a summary, the most recent user messages are kept verbatim within this budget (oldest
+   * summarized and archived): the user's own words survive every compaction. Tokens when >= 1, a
+   * fraction of the window when < 1, 0 to turn it off. Default: 10% of the window, at most 20,000
+   * tokens (Codex keeps 20k tokens of user messages), scaled down linearly below a 32k window (the
+   * mechanical digest already keeps the start of every user message), and never more than a quarter
+   * of the target (a set budget: half of it).
+   */
+  keepUserMessagesTokens?: number;
+  /**
+   * Clip-archive summaries instead of one rolling summary: each compaction writes a summary batch of
+   * its own; the prompt shows the `first` and `last` batches with a line saying how many are left
+   * out (recall searches them); past `first + last + buffer` batches (buffer default 2) the ones in
+   * the middle are summarized again into one batch, one level deeper.
+   */
+  clipArchive?: ClipArchiveOptions;
+}
+
+export interface ArchiveOptions {
+  /** Characters of archived originals kept per session; the oldest batches are evicted beyond it. Default 2,000,000. */
+  maxChars?: number;
+  /**
+   * Most characters one recall returns, all items together (long items are cut around what
+   * matched). Default 16,000, and at most 40% of the session's window in characters (about a tenth
+   * of it in tokens).
+   */
+  recallMaxChars?: number;
+}
+
+export interface ClipArchiveOptions {
+  /** Oldest summary batches shown in the prompt. */
+  first: number;
+  /** Newest summary batches shown in the prompt. */
+  last: number;
+  /** Batches left out before the middle ones are summarized again. Default 2. */
+  buffer?: number;
 }
 
 export interface PruneOptions {
@@ -264,6 +339,11 @@ export interface CompactionSettings {
   compactionTimeoutMs: number;
   prune: false | { maxToolResultTokens: number; protectRecentTokens: number; neverPrune: readonly string[] };
   fileOps: false | FileOpsConfig;
+  /** Budget of the recent user messages kept verbatim after a summary (0: none). */
+  keepUserMessagesTokens: number;
+  clipArchive: { first: number; last: number; buffer: number } | undefined;
+  /** Whether what compaction replaces is archived (placeholders and summaries then say how to recall it). */
+  archive: boolean;
 }
 
 export interface ResolvedCalibration {
@@ -305,6 +385,9 @@ export interface ResolvedOptions {
   fileOps: false | FileOpsConfig;
   beforeCompact: BeforeCompactHook | undefined;
   afterCompact: AfterCompactHook | undefined;
+  archive: { enabled: boolean; maxChars: number; recallMaxChars: number };
+  keepUserMessagesTokens: number | undefined;
+  clipArchive: { first: number; last: number; buffer: number } | undefined;
 }
 
 /** Every default of the options, in one place (the option docs above repeat them for readers). */
@@ -327,6 +410,15 @@ export const DEFAULTS = {
   summarizerTimeoutMs: 60_000,
   compactionTimeoutMs: 60_000,
   circuitBreaker: { failures: 3, cooldownMs: 5 * 60_000 },
+  archiveMaxChars: 2_000_000,
+  recallMaxChars: 16_000,
+  /** Recall answers are at most this share of the window (in characters, ~4 per token): about a tenth of it. */
+  recallWindowChars: 0.4,
+  keepUserMessagesFraction: 0.1,
+  keepUserMessagesTokens: 20_000,
+  /** Windows below this keep a proportionally smaller share of user messages. */
+  keepUserMessagesFullWindow: 32_000,
+  clipArchiveBuffer: 2,
 } as const;
 
 /** Tokens when >= 1, else a fraction of `window`. */
@@ -364,6 +456,18 @@ export function compactionSettings(o: ResolvedOptions, window: number, threshold
             neverPrune: o.prune.neverPrune,
           },
     fileOps: o.fileOps,
+    // The carried user messages come out of the target's room: a set budget may take half of it.
+    keepUserMessagesTokens:
+      o.keepUserMessagesTokens !== undefined
+        ? Math.min(tokensOf(o.keepUserMessagesTokens, window), target / 2)
+        : Math.min(
+            // Scaled down below 32k: in a small window the digest already keeps the start of every user message.
+            window * DEFAULTS.keepUserMessagesFraction * Math.min(1, window / DEFAULTS.keepUserMessagesFullWindow),
+            DEFAULTS.keepUserMessagesTokens,
+            target / 4,
+          ),
+    clipArchive: o.clipArchive,
+    archive: o.archive.enabled,
   };
 }
 
@@ -463,6 +567,13 @@ export function resolveOptions(input: unknown): ResolvedOptions {
     fileOps: o.fileOps === false ? false : { ...DEFAULT_FILE_OPS, ...o.fileOps },
     beforeCompact: o.beforeCompact,
     afterCompact: o.afterCompact,
+    archive: {
+      enabled: o.archive !== false,
+      maxChars: (o.archive || undefined)?.maxChars ?? DEFAULTS.archiveMaxChars,
+      recallMaxChars: (o.archive || undefined)?.recallMaxChars ?? DEFAULTS.recallMaxChars,
+    },
+    keepUserMessagesTokens: o.keepUserMessagesTokens,
+    clipArchive: o.clipArchive && { ...o.clipArchive, buffer: o.clipArchive.buffer ?? DEFAULTS.clipArchiveBuffer },
   };
 }
 

@@ -1,5 +1,6 @@
 // The typed event stream: everything a user may want to log or show, one discriminated union.
 // Events are how the guard reports problems at call time, since it never throws into the agent.
+import type { CompactionReceipt } from './archive/types.ts';
 import type { CompactionReason, CompactionResult } from './compaction/types.ts';
 
 interface SessionEvent {
@@ -94,7 +95,9 @@ export interface ErrorEvent {
     | 'beforeCompact'
     | 'afterCompact'
     | 'compact'
-    | 'recoverFromOverflow';
+    | 'recoverFromOverflow'
+    | 'recall'
+    | 'compactions';
   error: unknown;
 }
 
@@ -133,6 +136,8 @@ export interface CompactionStartEvent extends SessionEvent {
 /** A compaction ended; the same fields as `BeforeModelResult.compaction`. */
 export interface CompactionEndEvent extends SessionEvent, CompactionResult {
   type: 'compaction-end';
+  /** What the compaction replaced and where the originals are archived (the same as `guard.compactions`). */
+  receipt: CompactionReceipt;
 }
 
 /** The summarizer failed and the mechanical digest took its place (for this chunk and the rest). */
@@ -199,6 +204,31 @@ export interface OverflowRetryEvent extends SessionEvent {
   reportedTokens?: number;
 }
 
+/**
+ * The store failed to take an archive batch (the `store-failed` event before it says why): the
+ * compaction went ahead (the prompt must fit), the batch is kept in this process (recall finds it)
+ * and written with the session's next call.
+ */
+export interface ArchiveDeferredEvent extends SessionEvent {
+  type: 'archive-deferred';
+  labels: string[];
+}
+
+/** Archive batches written to the store after it had failed them (see `archive-deferred`). */
+export interface ArchiveWrittenEvent extends SessionEvent {
+  type: 'archive-written';
+  labels: string[];
+  deferred: true;
+}
+
+/** The session's archive outgrew `archive.maxChars`: its oldest batches were dropped. */
+export interface ArchiveEvictedEvent extends SessionEvent {
+  type: 'archive-evicted';
+  labels: string[];
+  /** Characters of archived text dropped. */
+  chars: number;
+}
+
 export type ContextGuardEvent =
   | EstimateEvent
   | WarningEvent
@@ -215,6 +245,9 @@ export type ContextGuardEvent =
   | OverflowEvent
   | DigestLossEvent
   | InvalidMessagesEvent
-  | OverflowRetryEvent;
+  | OverflowRetryEvent
+  | ArchiveDeferredEvent
+  | ArchiveWrittenEvent
+  | ArchiveEvictedEvent;
 
 export type ContextGuardEventType = ContextGuardEvent['type'];

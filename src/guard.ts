@@ -3,6 +3,8 @@
 // records what it sends; afterModel folds the provider's real count into the calibration (usage.ts).
 // State goes through the session repository (state/repository.ts). Nothing here ever throws into
 // the host agent: failures become events, and a call that fails inside the guard fails closed.
+import { Archive } from './archive/archive.ts';
+import type { CompactionReceipt, RecalledItem, RecallOptions } from './archive/types.ts';
 import type {
   AfterModelInput,
   BeforeModelInput,
@@ -13,7 +15,7 @@ import type {
   RecoverFromOverflowResult,
 } from './api.ts';
 import { CallResolver, contextWindowFor, measurerKeys } from './call.ts';
-import { resolveOptions, type ContextGuardOptions, type ResolvedOptions } from './config.ts';
+import { DEFAULTS, resolveOptions, type ContextGuardOptions, type ResolvedOptions } from './config.ts';
 import { compact, compactionRequest, type CompactionEnv, type CompactionOutcome } from './compact.ts';
 import { CircuitBreaker } from './compaction/summarize.ts';
 import type { ContextGuardEvent, ErrorEvent } from './events.ts';
@@ -24,6 +26,7 @@ import { recordCall, recordUsage, reportEstimate } from './record.ts';
 import { CheckedInputs, failClosed } from './safety.ts';
 import { SessionRepository } from './state/repository.ts';
 import type { SessionStatus } from './state/session.ts';
+import type { StateStore } from './state/store.ts';
 import { PromptMeasurer } from './tokens/prompt-measure.ts';
 
 export type * from './api.ts';
@@ -40,6 +43,7 @@ class Guard implements ContextGuard {
   private readonly checkedInputs: CheckedInputs;
   private readonly pairing: PairingProgress;
   private readonly compaction: CompactionEnv;
+  private readonly archive: Archive;
   /** A compaction may hold its lock for all its summarizer calls, with room. */
   private readonly lockTtlMs: number;
 
@@ -55,11 +59,19 @@ class Guard implements ContextGuard {
     this.measurer = new PromptMeasurer(resolved.maxSessions);
     this.checkedInputs = new CheckedInputs(resolved.maxSessions);
     this.pairing = new PairingProgress(resolved.maxSessions);
+    this.archive = new Archive(
+      resolved.archive,
+      resolved.store as StateStore<unknown> | undefined,
+      resolved.maxSessions,
+      (sessionId, operation, run) => this.sessions.withStore(sessionId, operation, run),
+      this.emit,
+    );
     // One breaker per guard: a failing summarizer fails for every session.
     this.compaction = {
       options: resolved,
       emit: this.emit,
       breaker: new CircuitBreaker(resolved.circuitBreaker.failures, resolved.circuitBreaker.cooldownMs),
+      archive: this.archive,
     };
     this.lockTtlMs = Math.max(30_000, resolved.compactionTimeoutMs + 10_000);
   }
@@ -121,6 +133,34 @@ class Guard implements ContextGuard {
       return { retry: true, ...reported };
     });
 
+  readonly recall = async (sessionId: string, options: RecallOptions = {}): Promise<RecalledItem[]> => {
+    try {
+      if (typeof sessionId !== 'string' || !sessionId) throw new TypeError('recall: `sessionId` must be a non-empty string');
+      // A recall answer goes back into the prompt: by default at most about a tenth of the window.
+      const window = (await this.status(sessionId))?.contextWindow;
+      const { recallMaxChars } = this.options.archive;
+      const maxChars =
+        window !== undefined
+          ? Math.max(800, Math.min(recallMaxChars, Math.floor(window * DEFAULTS.recallWindowChars)))
+          : recallMaxChars;
+      return await this.archive.recall(sessionId, options ?? {}, maxChars);
+    } catch (error) {
+      this.emit({ type: 'error', ...(sessionId ? { sessionId } : {}), stage: 'recall', error });
+      return [];
+    }
+  };
+
+  readonly compactions = async (sessionId: string): Promise<CompactionReceipt[]> => {
+    try {
+      if (typeof sessionId !== 'string' || !sessionId)
+        throw new TypeError('compactions: `sessionId` must be a non-empty string');
+      return await this.archive.compactions(sessionId);
+    } catch (error) {
+      this.emit({ type: 'error', ...(sessionId ? { sessionId } : {}), stage: 'compactions', error });
+      return [];
+    }
+  };
+
   readonly contextWindowFor: ContextGuard['contextWindowFor'] = (query) => contextWindowFor(this.options, query ?? {});
 
   readonly reportError: ContextGuard['reportError'] = ({ sessionId, stage, error }) =>
@@ -131,10 +171,13 @@ class Guard implements ContextGuard {
     this.checkedInputs.forget(sessionId);
     this.pairing.forget(sessionId);
     await this.sessions.delete(sessionId);
+    await this.archive.delete(sessionId);
   };
 
   /** Estimate → decide → compact → record, as the session's only call in this process. */
   private async beforeModelLocked(input: BeforeModelInput): Promise<BeforeModelResult> {
+    // Archive batches the store failed earlier are written before anything else leaves the prompt.
+    await this.archive.flush(input.sessionId);
     const call = await this.resolver.call(this.measurer, input);
     let state = await this.sessions.load(call.sessionId);
     let p = prepare(call, state, this.options.calibration, this.pairing);

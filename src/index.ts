@@ -26,6 +26,8 @@ export type {
   Summarizer,
   SummarizerInput,
 } from './compaction/types.ts';
+export type * from './archive/types.ts';
+export type { ArchiveOptions, ClipArchiveOptions } from './config.ts';
 export type { CompactOptions, RecoverFromOverflowInput, RecoverFromOverflowResult } from './guard.ts';
 export { isContextLengthError, promptTokensFromError } from './overflow.ts';
 export type { PruneOptions } from './config.ts';

@@ -92,6 +92,7 @@ export async function recordCall(
       ...(memo ? { memo } : {}),
       ...request,
       calls: current.calls + 1,
+      startedAt: current.startedAt ?? new Date().toISOString(),
       calibration: { ...calibration, pending },
       ...status,
     };

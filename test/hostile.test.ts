@@ -297,6 +297,8 @@ describe('user text that looks like the guard’s markers is the user’s', () =
     const seen: string[] = [];
     const guard = createContextGuard({
       contextWindow: 8_000,
+      // Not carried over verbatim (the default keeps recent user messages): it must be summarized.
+      keepUserMessagesTokens: 0,
       summarizer: ({ messages }) => {
         seen.push(...messages.map((m) => userText(m)));
         return 'summary';

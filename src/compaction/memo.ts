@@ -33,6 +33,15 @@ export interface SummaryMemo {
   fileOps?: FileOps;
 }
 
+/** A clip-archive summary batch: one compaction's summary (depth 0), or several merged (depth + 1). */
+export interface SummaryBatch {
+  label: string;
+  depth: number;
+  /** Messages it stands for. */
+  count: number;
+  text: string;
+}
+
 export interface CompactionMemo {
   summary?: SummaryMemo;
   /** Tool outputs edited, by host message index and tool call id (see `toolEditKey`). */
@@ -48,6 +57,12 @@ export interface CompactionMemo {
   own?: number[];
   /** Compactions run in this session. */
   compactions: number;
+  /** Tool placeholders and cuts name the archived original (its tool-call id) for recall. */
+  recall?: true;
+  /** The end of the session's last archive batch (ISO): where the next one starts. */
+  archivedUntil?: string;
+  /** Clip-archive mode: the summary batches, oldest first (the prompt shows the first and last ones). */
+  batches?: SummaryBatch[];
   /** The last compaction could not bring the prompt under the threshold (the `overflow` event). */
   overflowed?: boolean;
   /**
@@ -162,10 +177,11 @@ function editorOf(
   const clips = memo && Object.keys(memo.clips).length > 0 ? memo.clips : undefined;
   const media = memo?.media && Object.keys(memo.media).length > 0 ? memo.media : undefined;
   const requestClip = memo?.requestClip;
+  const recall = memo?.recall === true;
   if (!edits && !clips && !media && !requestClip) return undefined;
   return (m, i) => {
     if (typeof m !== 'object' || m === null || m.role === 'system') return m;
-    if (edits) m = applyToolEditsAt(m, edits, i);
+    if (edits) m = applyToolEditsAt(m, edits, i, recall);
     // Clipped before its media are named: the clip's budget is for the message's own text.
     const clip = clips?.[String(hashOf(i))];
     if (clip !== undefined) m = clipMessage(m, clip);

@@ -15,20 +15,30 @@ function textOnly(output: ToolResultOutput): boolean {
   return output.type !== 'content' || output.value.every((item) => item.type === 'text');
 }
 
-/** The output a placeholder stands for: what was removed and that the tool can be run again. */
-export function placeholderOutput(part: ToolResultPart): ToolResultOutput {
+/** How the model gets an archived output back: the recall tool, by the tool-call id. */
+function recallHint(part: ToolResultPart): string {
+  return `recall id ${JSON.stringify(oneLine(part.toolCallId, 100))}`;
+}
+
+/**
+ * The output a placeholder stands for: what was removed, and how to get it back (recall it from
+ * the archive when `recall`, else run the tool again).
+ */
+export function placeholderOutput(part: ToolResultPart, recall = false): ToolResultOutput {
   const { text, isError } = toolOutputText(part.output);
+  const back = recall ? `Archived: ${recallHint(part)}, or call the tool again.` : 'Call the tool again if you need it.';
   return {
     type: 'text',
-    value: `[Output of tool ${oneLine(part.toolName, 100)} removed to save context (${formatCount(text.length)} characters${isError ? ', an error' : ''}). Call the tool again if you need it.]`,
+    value: `[Output of tool ${oneLine(part.toolName, 100)} removed to save context (${formatCount(text.length)} characters${isError ? ', an error' : ''}). ${back}]`,
   };
 }
 
-/** The output truncated to about `maxChars` characters, head and tail kept. */
-export function truncatedOutput(part: ToolResultPart, maxChars: number): ToolResultOutput {
-  if (!textOnly(part.output)) return placeholderOutput(part);
+/** The output truncated to about `maxChars` characters, head and tail kept (and how to recall the rest). */
+export function truncatedOutput(part: ToolResultPart, maxChars: number, recall = false): ToolResultOutput {
+  if (!textOnly(part.output)) return placeholderOutput(part, recall);
   const { text, isError } = toolOutputText(part.output);
-  const value = clipMiddle(text, maxChars);
+  // The marker in the middle says what was cut and, when it is archived, how to read it whole.
+  const value = clipMiddle(text, maxChars, recall ? `archived whole: ${recallHint(part)}` : undefined);
   return { type: isError ? 'error-text' : 'text', value };
 }
 
@@ -37,8 +47,8 @@ export function outputChars(part: ToolResultPart): number {
   return toolOutputText(part.output).text.length;
 }
 
-function editedPart(part: ToolResultPart, edit: ToolEdit): ToolResultPart {
-  const output = edit === PLACEHOLDER ? placeholderOutput(part) : truncatedOutput(part, edit);
+function editedPart(part: ToolResultPart, edit: ToolEdit, recall: boolean): ToolResultPart {
+  const output = edit === PLACEHOLDER ? placeholderOutput(part, recall) : truncatedOutput(part, edit, recall);
   return { ...part, output };
 }
 
@@ -52,7 +62,11 @@ export function toolEditKey(hostIndex: number, toolCallId: string): string {
 }
 
 /** The message with each tool result edited per `editOf(part)`; the same object when none applies. */
-function editToolResults(message: GuardMessage, editOf: (part: ToolResultPart) => ToolEdit | undefined): GuardMessage {
+function editToolResults(
+  message: GuardMessage,
+  editOf: (part: ToolResultPart) => ToolEdit | undefined,
+  recall = false,
+): GuardMessage {
   if (message.role !== 'tool' && message.role !== 'assistant') return message;
   const content = message.content;
   if (!Array.isArray(content)) return message;
@@ -62,7 +76,7 @@ function editToolResults(message: GuardMessage, editOf: (part: ToolResultPart) =
     const edit = editOf(part);
     if (edit === undefined) return part;
     changed = true;
-    return editedPart(part, edit);
+    return editedPart(part, edit, recall);
   });
   return changed ? ({ ...message, content: next } as GuardMessage) : message;
 }
@@ -79,11 +93,16 @@ export function applyToolEditsAt(
   message: GuardMessage,
   edits: Readonly<Record<string, ToolEdit>>,
   hostIndex: number,
+  recall = false,
 ): GuardMessage {
-  return editToolResults(message, (part) => {
-    const key = toolEditKey(hostIndex, part.toolCallId);
-    return Object.hasOwn(edits, key) ? edits[key] : undefined;
-  });
+  return editToolResults(
+    message,
+    (part) => {
+      const key = toolEditKey(hostIndex, part.toolCallId);
+      return Object.hasOwn(edits, key) ? edits[key] : undefined;
+    },
+    recall,
+  );
 }
 
 /** Every tool result of a message, with its index in the content. */

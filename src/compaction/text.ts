@@ -32,14 +32,14 @@ export function safeTail(text: string, n: number): string {
  * what it is, the end usually holds the outcome: exit codes, totals, the last error), with a marker
  * in between that says exactly how many characters were dropped.
  */
-export function clipMiddle(text: string, maxChars: number): string {
+export function clipMiddle(text: string, maxChars: number, note?: string): string {
   // Written as a negated `>` so that NaN and Infinity mean "no limit" rather than "keep nothing".
   if (!(text.length > maxChars)) return text;
   const keep = Math.max(0, Math.floor(maxChars));
   const head = safeHead(text, Math.ceil(keep / 2));
   const tail = safeTail(text, keep - Math.ceil(keep / 2));
   const omitted = text.length - head.length - tail.length;
-  return `${head}\n[... ${formatCount(omitted)} characters omitted ...]\n${tail}`;
+  return `${head}\n[... ${formatCount(omitted)} characters omitted${note ? `; ${note}` : ''} ...]\n${tail}`;
 }
 
 /** Keeps the first `maxChars` characters of `text`, with an ellipsis when something was cut. */

@@ -2,6 +2,7 @@
 // helpers every step shares. Each step (steps/*.ts) edits the memo (what to do to the host's
 // history) and re-renders the prompt from it, so what this call sends is exactly what later calls
 // will re-apply.
+import type { ArchiveBatch } from '../archive/types.ts';
 import type { CompactionSettings } from '../config.ts';
 import type { GuardMessage } from '../messages.ts';
 import type { PromptFingerprint } from '../tokens/fingerprint.ts';
@@ -34,6 +35,11 @@ export interface PipelineInput {
   contextWindow: number;
   /** Applied to everything the compaction writes that quotes the conversation (digests, continuations, file lists). */
   redact: (text: string) => string;
+  /**
+   * The archive batch this compaction writes (undefined: the archive is off): placeholders and the
+   * summary then say how to recall what they replace.
+   */
+  archive: { label: string; start: string; end: string } | undefined;
   tokensBefore: number;
   /** Measures a prompt (messages and tools) with the guard's heuristic. */
   measure: (messages: GuardMessage[]) => { chars: number; mediaTokens: number; entries: readonly Entry[] };
@@ -63,6 +69,8 @@ export interface PipelineOutput {
   tokens: number;
   /** Undefined when no step changed anything. */
   result: Omit<CompactionResult, 'durationMs'> | undefined;
+  /** Archive batches the compaction wrote itself: clip-archive batch summaries merged into a deeper one. */
+  batches: ArchiveBatch[];
 }
 
 /** A rendered prompt: the view, its measure per message, its calibrated tokens. */
@@ -83,6 +91,8 @@ export interface Stats {
   summary: string | undefined;
   /** The mechanical digest took room up to the threshold to keep user messages. */
   extended: boolean;
+  /** Archive batches written by the compaction itself (see PipelineOutput). */
+  batches: ArchiveBatch[];
 }
 
 export class Work {
@@ -103,6 +113,7 @@ export class Work {
     summaryTokens: 0,
     summary: undefined,
     extended: false,
+    batches: [],
   };
   cur: Rendered;
   private started = false;
@@ -126,7 +137,12 @@ export class Work {
       clips: { ...p.memo.clips },
       media: { ...p.memo.media },
     };
-    if (!p.summaryApplies) delete memo.summary;
+    if (!p.summaryApplies) {
+      delete memo.summary;
+      delete memo.batches;
+    }
+    // Placeholders and cuts made from now on name the archived original.
+    if (p.archive) memo.recall = true;
     // The request's cut and media placeholders are decided again by this compaction (see steps/last-resort.ts).
     this.request = requestIndex(p.input, p.memo.own);
     const relaxed = requestEditsDropped(memo, this.request);
@@ -190,7 +206,7 @@ export class Work {
   /** The output; an overflow when even the smallest prompt is over the threshold (or the request had to be cut). */
   finish(overflow: boolean): PipelineOutput {
     const { p, memo, cur, stats, steps } = this;
-    if (steps.length === 0) return { memo: p.memo, view: cur.view, tokens: cur.tokens, result: undefined };
+    if (steps.length === 0) return { memo: p.memo, view: cur.view, tokens: cur.tokens, result: undefined, batches: [] };
     memo.compactions = p.memo.compactions + 1;
     // Remembered so that later calls do not compact the same smallest prompt again (see hasCompactable).
     if (overflow) memo.overflowed = true;
@@ -215,7 +231,7 @@ export class Work {
       summaryTokens: stats.summaryTokens,
       overflow,
     };
-    return { memo, view: cur.view, tokens: cur.tokens, result };
+    return { memo, view: cur.view, tokens: cur.tokens, result, batches: stats.batches };
   }
 }
 

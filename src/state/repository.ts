@@ -8,13 +8,8 @@ import { KeyedLock } from './lock.ts';
 import { MemoryStore } from './memory.ts';
 import { emptySessionState, type SessionState } from './session.ts';
 import type { StateStore } from './store.ts';
+import { StoreTimeout, withTimeout } from './timeout.ts';
 
-class StoreTimeout extends Error {
-  constructor(ms: number) {
-    super(`the store did not answer within ${ms} ms`);
-    this.name = 'StoreTimeout';
-  }
-}
 
 /** How far a session has gone: calls seen plus real counts recorded, which only grow. */
 const progress = (state: SessionState): number => state.calls + state.usageRecorded;
@@ -50,7 +45,8 @@ export interface SessionRepositoryOptions {
   onStoreFailed: (event: Omit<StoreFailedEvent, 'type'>) => void;
 }
 
-type Outcome<T> = { ok: true; value: T } | { ok: false };
+export type StoreOutcome<T> = { ok: true; value: T } | { ok: false };
+type Outcome<T> = StoreOutcome<T>;
 
 export class SessionRepository {
   private readonly store: StateStore<SessionState>;
@@ -188,8 +184,12 @@ export class SessionRepository {
     return typeof this.store.lock === 'function';
   }
 
-  /** The store's answer, or a `store-failed` report when it throws or is too slow. */
-  private async withStore<T>(
+  /**
+   * The store's answer, or a `store-failed` report when it throws or is too slow. Other state kept in
+   * the same store (the session's archive) goes through here too, so a call waits for a failing
+   * store once at most, whatever it reads or writes.
+   */
+  async withStore<T>(
     sessionId: string,
     operation: StoreFailedEvent['operation'],
     run: () => Promise<T>,
@@ -204,14 +204,8 @@ export class SessionRepository {
         return { ok: false };
       }
     }
-    const ms = this.options.storeTimeoutMs;
-    let timer: ReturnType<typeof setTimeout> | undefined;
     try {
-      const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new StoreTimeout(ms)), ms);
-        (timer as { unref?: () => void }).unref?.();
-      });
-      return { ok: true, value: await Promise.race([Promise.resolve().then(run), timeout]) };
+      return { ok: true, value: await withTimeout(Promise.resolve().then(run), this.options.storeTimeoutMs) };
     } catch (error) {
       if (this.inCall.has(sessionId)) this.failedInCall.add(sessionId);
       this.options.onStoreFailed({
@@ -221,8 +215,6 @@ export class SessionRepository {
         error,
       });
       return { ok: false };
-    } finally {
-      clearTimeout(timer);
     }
   }
 }

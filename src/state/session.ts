@@ -57,6 +57,8 @@ export interface SessionState {
   calibration: CalibrationState;
   /** Model calls seen by beforeModel. */
   calls: number;
+  /** When beforeModel first saw the session (ISO): where its first archive batch starts. */
+  startedAt?: string;
   /** Real counts accepted by afterModel. */
   usageRecorded: number;
   /** What status() reports; absent until a window is known. */

@@ -262,7 +262,10 @@ describe('split turn', () => {
     // The turn's beginning went to the summarizer: the earliest steps and the request itself.
     const prompts = calls.map((c) => c.prompt).join('\n');
     expect(prompts).toContain('R0 lorem');
-    expect(prompts).toContain('Use the staging database.');
+    // The user's earlier words are carried over verbatim before the summary (keepUserMessagesTokens), not summarized.
+    const carried = r.messages.slice(0, s).filter((m) => m.role === 'user' && !isSummary(m)).map(userText);
+    expect(carried).toContain('Use the staging database.');
+    expect(prompts).not.toContain('Use the staging database.');
     expect(pairingProblems(r.messages)).toEqual([]);
     expectInvariants(messages, r);
   });
@@ -329,7 +332,8 @@ describe('retention modes', () => {
 
   it('keep-recent: keeps the system message, the first request and a recent tail verbatim (same objects)', async () => {
     const { summarizer } = recordingSummarizer();
-    const { guard } = setup({ summarizer });
+    // Without the carry-over of recent user messages (tested in archive tests), all else is summarized.
+    const { guard } = setup({ summarizer, keepUserMessagesTokens: 0 });
     const { messages, first } = chat(6, 4_000, LATEST);
 
     const r = await guard.beforeModel({ sessionId: 's', messages });
@@ -443,7 +447,7 @@ describe('prune first', () => {
     const value = outputValue(part!);
     expect(value.startsWith('HEAD-START')).toBe(true);
     expect(value.endsWith('TAIL-END')).toBe(true);
-    expect(value).toMatch(/\d[\d,]* characters omitted/);
+    expect(value).toMatch(/\d[\d,]* characters omitted; archived whole: recall id "d1"/);
     expect(value.length).toBeLessThan(huge.length / 4);
     expect(r.tokens).toBeLessThanOrEqual(r.threshold);
     expectInvariants(messages, r);

@@ -43,6 +43,8 @@ function smallestPrompt(w: Work): void {
     text = p.redact(digest.text);
     p.onDigestLoss(digest.lostMessages, digest.lostUserMessages);
   }
+  // Clip-archive batches are folded into the digest's text: the next summary starts from it.
+  delete memo.batches;
   memo.summary = {
     covers: p.prefixOf(p.input.length),
     keep: request >= 0 ? [...systems, request] : systems,

@@ -21,6 +21,7 @@ import {
   summaryMessage,
 } from '../placement.ts';
 import { leadingSystemCount, unitsOf, type Unit } from '../structure.ts';
+import { clipArchiveBatches } from '../clip-archive.ts';
 import type { CompactionStep } from '../types.ts';
 import type { Work } from '../work.ts';
 
@@ -51,9 +52,13 @@ function chooseCut(w: Work): { from: number; cut: number } | undefined {
   if (s.retention === 'keep-recent') {
     let conversation = 0;
     for (let i = from; i < messages.length; i++) conversation += w.messageTokens(i);
+    // The recent user messages carried over verbatim (gather) come out of the same room.
+    let users = 0;
+    for (let i = from; i < messages.length; i++) if (messages[i]?.role === 'user') users += w.messageTokens(i);
+    const carry = Math.min(s.keepUserMessagesTokens, users);
     let budget = Math.min(
       s.keepRecentTokens,
-      Math.max(0, s.target - (w.cur.tokens - conversation) - s.maxSummaryTokens),
+      Math.max(0, s.target - (w.cur.tokens - conversation) - s.maxSummaryTokens - carry),
     );
     if (w.p.reason === 'manual') budget = Math.min(budget, conversation / 2);
     const unitTokens = (u: Unit) => {
@@ -86,8 +91,18 @@ function gather(w: Work, from: number, cut: number): Gathered {
   const { messages, origin } = w.cur.view;
   const own = memo.own;
   const firstUser = p.input.findIndex((m) => m?.role === 'user');
+  const carryOver = s.retention === 'keep-recent' && s.keepUserMessagesTokens > 0;
+  // User messages an earlier summary carried over are candidates again, older than the new ones.
+  const carried = (o: number) => carryOver && o !== firstUser && o !== request && p.input[o]?.role === 'user';
+  const previousKeep = memo.summary ? memo.summary.keep : origin.slice(0, from).filter((o) => o >= 0);
+  const candidates: Candidate[] = [];
+  for (let i = 0; i < from; i++) {
+    const o = origin[i] ?? -1;
+    if (o >= 0 && previousKeep.includes(o) && carried(o))
+      candidates.push({ o, tokens: w.messageTokens(i), message: p.input[o] as GuardMessage, at: -1 });
+  }
   const g: Gathered = {
-    keep: memo.summary ? [...memo.summary.keep] : origin.slice(0, from).filter((o) => o >= 0),
+    keep: previousKeep.filter((o) => !carried(o)),
     toSummarize: [],
     summarizedTokens: 0,
     contextOnly: 0,
@@ -140,10 +155,47 @@ function gather(w: Work, from: number, cut: number): Gathered {
       g.contextOnly++;
       continue;
     }
+    if (carried(o) && !isOwnMessage(m, own))
+      candidates.push({ o, tokens: w.messageTokens(i), message: unedited[i] ?? m, at: g.toSummarize.length });
     g.toSummarize.push(unedited[i] ?? m);
     g.summarizedTokens += w.messageTokens(i);
   }
+  carryUserMessages(g, candidates, s.keepUserMessagesTokens);
   return g;
+}
+
+/** A user message that may be carried over: `at` is its place in `toSummarize` (-1: carried before, not there). */
+interface Candidate {
+  o: number;
+  tokens: number;
+  message: GuardMessage;
+  at: number;
+}
+
+/**
+ * The most recent user messages stay verbatim within `budget`, in place of being summarized; older
+ * ones are summarized (one carried over earlier, now too old, is summarized now) and archived.
+ */
+function carryUserMessages(g: Gathered, candidates: Candidate[], budget: number): void {
+  if (candidates.length === 0) return;
+  let left = budget;
+  const kept = new Set<Candidate>();
+  for (const c of [...candidates].sort((a, b) => b.o - a.o)) {
+    if (c.tokens > left) continue;
+    left -= c.tokens;
+    kept.add(c);
+    g.keep.push(c.o);
+  }
+  const skip = new Set([...kept].filter((c) => c.at >= 0).map((c) => c.at));
+  const dropped = candidates.filter((c) => c.at < 0 && !kept.has(c));
+  for (const c of kept) if (c.at >= 0) g.summarizedTokens -= c.tokens;
+  for (const c of dropped) g.summarizedTokens += c.tokens;
+  g.toSummarize = [...dropped.map((c) => c.message), ...g.toSummarize.filter((_, k) => !skip.has(k))];
+}
+
+/** The line under a summary that tells the model where the messages it replaced went. */
+export function archiveFooter(label: string, count: number): string {
+  return `[Archived: the ${count} message${count === 1 ? '' : 's'} this summary replaced are in archive batch "${label}", earlier ones in earlier batches. The recall tool finds them by query or by that label.]`;
 }
 
 /** Calls the summarizer (or its fallback) and records the summary in the memo. */
@@ -154,18 +206,25 @@ async function writeSummary(w: Work, cut: number, g: Gathered): Promise<Compacti
   // is for the summary's framing); to keep the start of every user message it may grow further,
   // up to the threshold.
   const rest = w.cur.tokens - g.summarizedTokens;
+  const clip = s.clipArchive ? clipArchiveBatches(w, g.previousSummary) : undefined;
+  // Clip-archive: a batch summary of its own (no rolling update); the batches shown beside it take room.
+  const shown = clip ? clip.shownChars * p.tokensPerChar : 0;
   const outcome = await p.summarize(
     g.toSummarize,
-    g.previousSummary,
-    0.75 * (s.target - rest) - 200 * p.tokensPerChar,
-    0.85 * (p.threshold - rest) - 200 * p.tokensPerChar,
+    clip ? undefined : g.previousSummary,
+    0.75 * (s.target - rest) - 200 * p.tokensPerChar - shown,
+    0.85 * (p.threshold - rest) - 200 * p.tokensPerChar - shown,
   );
   stats.extended = outcome.extended === true;
   const extracted = s.fileOps ? extractFileOps(g.toSummarize, s.fileOps, g.previousFileOps) : undefined;
   // Paths are the conversation's words too: a clone URL may carry credentials.
   const fileOps = extracted && { read: extracted.read.map(p.redact), modified: extracted.modified.map(p.redact) };
-  const footer = fileOps ? renderFileOpsFooter(fileOps) : '';
-  const text = outcome.text.trim();
+  const summarized = g.toSummarize.length - g.contextOnly;
+  const text = clip
+    ? await clip.render(outcome.text.trim(), summarized)
+    : outcome.text.trim();
+  const footers = [fileOps ? renderFileOpsFooter(fileOps) : '', p.archive && !clip ? archiveFooter(p.archive.label, summarized) : ''];
+  const footer = footers.filter((f) => f.length > 0).join('\n\n');
   const body = footer ? `${text}\n\n${footer}` : text;
 
   // The request is still in place when it is kept or in the tail; otherwise it is sent right after

@@ -27,6 +27,9 @@ export const SETTINGS: CompactionSettings = {
   compactionTimeoutMs: 1_000,
   prune: { maxToolResultTokens: 1_000, protectRecentTokens: 2_000, neverPrune: [] },
   fileOps: DEFAULT_FILE_OPS,
+  keepUserMessagesTokens: 0,
+  clipArchive: undefined,
+  archive: false,
 };
 
 /** Heuristic characters and media tokens of one message. */
@@ -104,6 +107,7 @@ export function pipelineInput(messages: GuardMessage[], overrides: Partial<Pipel
   const hashes = messages.map(hashMessage);
   const input: PipelineInput = {
     sessionId: 's',
+    archive: undefined,
     reason: 'threshold',
     focus: undefined,
     input: messages,

@@ -1,0 +1,134 @@
+// Lossless compaction, the guard's side: every compaction archives the originals of what it takes
+// out of the prompt (before that prompt is sent) with a receipt of what it did, and recall finds
+// them again. The archive lives beside the session state in the same store (store.ts); the search
+// index is per process (recall.ts).
+import type { CompactionMemo, View } from '../compaction/memo.ts';
+import type { CompactionResult } from '../compaction/types.ts';
+import type { ContextGuardEvent } from '../events.ts';
+import type { GuardMessage } from '../messages.ts';
+import type { StateStore } from '../state/store.ts';
+import { archiveItems, replacedMessages, replacementsOf } from './items.ts';
+import { RecallIndex } from './recall.ts';
+import { ArchiveStore, type ArchiveStoreOptions } from './store.ts';
+import type { ArchiveBatch, ArchivedItem, CompactionReceipt, RecalledItem, RecallOptions } from './types.ts';
+
+/** The header every batch starts with. */
+export function batchHeader(depth: number, start: string, end: string, count: number): string {
+  return `[depth:${depth}|start:${start}|end:${end}|count:${count}]`;
+}
+
+export function batchOf(label: string, depth: number, start: string, end: string, items: ArchivedItem[]): ArchiveBatch {
+  return {
+    label,
+    depth,
+    start,
+    end,
+    header: batchHeader(depth, start, end, items.length),
+    items,
+    chars: items.reduce((n, item) => n + item.text.length, 0),
+  };
+}
+
+export interface ArchiveSettings {
+  /** False: no originals are kept (receipts still are). */
+  enabled: boolean;
+  maxChars: number;
+  recallMaxChars: number;
+}
+
+/** What one compaction hands to the archive. */
+export interface ArchiveRecord {
+  sessionId: string;
+  label: string;
+  start: string;
+  end: string;
+  input: readonly GuardMessage[];
+  before: View;
+  after: View;
+  oldMemo: CompactionMemo;
+  newMemo: CompactionMemo;
+  hashOf: (index: number) => number;
+  result: Omit<CompactionResult, 'durationMs'>;
+  /** Batches the compaction wrote itself (a clip-archive re-summarization). */
+  extraBatches: ArchiveBatch[];
+  redact: (text: string) => string;
+}
+
+export class Archive {
+  readonly settings: ArchiveSettings;
+  private readonly store: ArchiveStore;
+  private readonly index: RecallIndex;
+  /** Labels given out per session in this process, so two compactions in one millisecond differ. */
+  private readonly lastLabel = new Map<string, string>();
+
+  constructor(
+    settings: ArchiveSettings,
+    store: StateStore<unknown> | undefined,
+    maxSessions: number,
+    call: ArchiveStoreOptions['call'],
+    emit: (event: ContextGuardEvent) => void,
+  ) {
+    this.settings = settings;
+    this.store = new ArchiveStore({ store, maxSessions, call, maxChars: settings.enabled ? settings.maxChars : 0, emit });
+    this.index = new RecallIndex(maxSessions);
+  }
+
+  /** `compaction-batch-{sessionId}-{ISO}` for a batch ending at `at` (a millisecond later if that one was taken). */
+  label(sessionId: string, at: number): { label: string; end: string } {
+    let time = at;
+    const make = () => `compaction-batch-${sessionId}-${new Date(time).toISOString()}`;
+    while (this.lastLabel.get(sessionId) !== undefined && make() <= (this.lastLabel.get(sessionId) as string)) time++;
+    const label = make();
+    this.lastLabel.delete(sessionId);
+    this.lastLabel.set(sessionId, label);
+    if (this.lastLabel.size > 10_000) this.lastLabel.delete(this.lastLabel.keys().next().value as string);
+    return { label, end: new Date(time).toISOString() };
+  }
+
+  /** Archives what a compaction replaced and stores its receipt; resolves once stored (or deferred). */
+  async record(r: ArchiveRecord): Promise<CompactionReceipt> {
+    const replacements = replacementsOf(r.before, r.after, r.oldMemo, r.newMemo, r.hashOf);
+    const batches: ArchiveBatch[] = [];
+    if (this.settings.enabled) {
+      // A clip-archive batch summary joins the originals it stands for, in the compaction's batch.
+      const own = r.extraBatches.filter((b) => b.label === r.label).flatMap((b) => b.items);
+      const items = [...archiveItems(r.input, replacements, r.label, r.redact), ...own];
+      if (items.length > 0) batches.push(batchOf(r.label, 0, r.start, r.end, items));
+      batches.push(...r.extraBatches.filter((b) => b.label !== r.label));
+    }
+    const receipt: CompactionReceipt = {
+      at: r.end,
+      reason: r.result.reason,
+      strategy: r.result.strategy,
+      steps: r.result.steps,
+      tokensBefore: r.result.tokensBefore,
+      tokensAfter: r.result.tokensAfter,
+      replaced: replacedMessages(r.input, replacements),
+      archive: batches.map((b) => b.label),
+      ...(r.result.summary !== undefined ? { summary: r.result.summary } : {}),
+    };
+    await this.store.write(r.sessionId, batches, receipt);
+    return receipt;
+  }
+
+  /** Writes what the store failed to take earlier (called at the start of each of the session's calls). */
+  async flush(sessionId: string): Promise<void> {
+    if (this.store.hasPending(sessionId)) await this.store.flush(sessionId);
+  }
+
+  async recall(sessionId: string, options: RecallOptions, maxChars: number): Promise<RecalledItem[]> {
+    if (!this.settings.enabled) return [];
+    const archive = await this.store.read(sessionId);
+    return this.index.recall(sessionId, archive, options, maxChars);
+  }
+
+  async compactions(sessionId: string): Promise<CompactionReceipt[]> {
+    return (await this.store.read(sessionId)).receipts;
+  }
+
+  async delete(sessionId: string): Promise<void> {
+    this.index.forget(sessionId);
+    this.lastLabel.delete(sessionId);
+    await this.store.delete(sessionId);
+  }
+}

@@ -1,0 +1,160 @@
+// Where a session's archive lives: in the guard's store, beside the session's state, under a key
+// of its own (one value per session: its batches and receipts), so it has the store's TTL and is
+// shared by every process that shares the store. A write the store fails is kept in this process
+// and written with the session's next call; the archive is bounded per session, oldest batch
+// evicted first. Every failure and eviction is an event, never an exception into the agent.
+import type { ArchiveDeferredEvent, ArchiveEvictedEvent, ArchiveWrittenEvent, StoreFailedEvent } from '../events.ts';
+import type { StoreOutcome } from '../state/repository.ts';
+import { MemoryStore } from '../state/memory.ts';
+import type { StateStore } from '../state/store.ts';
+import type { ArchiveBatch, CompactionReceipt, SessionArchive } from './types.ts';
+
+/** Receipts kept per session (the newest): enough for any review, bounded for a session that runs for months. */
+export const MAX_RECEIPTS = 200;
+
+/** The key of a session's archive: the unit separator keeps it apart from any session id a host would use. */
+export const archiveKey = (sessionId: string): string => `\u001farchive\u001f${sessionId}`;
+
+export const emptyArchive = (): SessionArchive => ({ version: 1, batches: [], receipts: [], evicted: 0 });
+
+function isArchive(value: unknown): value is SessionArchive {
+  const a = value as Partial<SessionArchive> | null;
+  return typeof a === 'object' && a !== null && Array.isArray(a.batches) && Array.isArray(a.receipts);
+}
+
+export interface ArchiveStoreOptions {
+  /** The user's store; undefined: an in-memory one. */
+  store: StateStore<unknown> | undefined;
+  maxSessions: number;
+  /** Runs a store operation with the session repository's rules: its timeout, its events, a failing store skipped for the rest of the call. */
+  call: <T>(sessionId: string, operation: StoreFailedEvent['operation'], run: () => Promise<T>) => Promise<StoreOutcome<T>>;
+  /** Characters of archived text kept per session; 0 when the archive is off (receipts only). */
+  maxChars: number;
+  emit: (event: ArchiveDeferredEvent | ArchiveWrittenEvent | ArchiveEvictedEvent) => void;
+}
+
+interface Write {
+  batches: ArchiveBatch[];
+  receipt: CompactionReceipt | undefined;
+}
+
+export class ArchiveStore {
+  private readonly store: StateStore<unknown>;
+  private readonly options: ArchiveStoreOptions;
+  /** Writes the store failed, per session, in order: written on the session's next call. */
+  private readonly pending = new Map<string, Write[]>();
+
+  constructor(options: ArchiveStoreOptions) {
+    this.options = options;
+    this.store = options.store ?? new MemoryStore<unknown>({ maxSessions: options.maxSessions });
+  }
+
+  hasPending(sessionId: string): boolean {
+    return this.pending.has(sessionId);
+  }
+
+  /** The session's archive: the store's, with the writes still waiting in this process. */
+  async read(sessionId: string): Promise<SessionArchive> {
+    const got = await this.options.call(sessionId, 'get', () => this.store.get(archiveKey(sessionId)));
+    const stored = got.ok && isArchive(got.value) ? got.value : undefined;
+    const waiting = this.pending.get(sessionId);
+    return waiting ? this.merged(stored ?? emptyArchive(), waiting).archive : (stored ?? emptyArchive());
+  }
+
+  /**
+   * Adds a compaction's batches and receipt. Resolves once the store has them, or once it failed
+   * (then they wait in this process, an `archive-deferred` event says so, and the session's next
+   * call writes them).
+   */
+  async write(sessionId: string, batches: ArchiveBatch[], receipt: CompactionReceipt | undefined): Promise<void> {
+    const waiting = [...(this.pending.get(sessionId) ?? []), { batches, receipt }];
+    await this.commit(sessionId, waiting, false);
+  }
+
+  /** Writes what the store failed earlier; a no-op when nothing waits. */
+  async flush(sessionId: string): Promise<void> {
+    const waiting = this.pending.get(sessionId);
+    if (waiting) await this.commit(sessionId, waiting, true);
+  }
+
+  async delete(sessionId: string): Promise<void> {
+    this.pending.delete(sessionId);
+    await this.options.call(sessionId, 'delete', () => this.store.delete(archiveKey(sessionId)));
+  }
+
+  private async commit(sessionId: string, waiting: Write[], deferred: boolean): Promise<void> {
+    const key = archiveKey(sessionId);
+    let evicted: string[] = [];
+    let evictedChars = 0;
+    const change = (current: unknown) => {
+      const next = this.merged(isArchive(current) ? current : emptyArchive(), waiting);
+      evicted = next.evicted;
+      evictedChars = next.evictedChars;
+      return next.archive;
+    };
+    const update = this.store.update?.bind(this.store);
+    const done = update
+      ? await this.options.call(sessionId, 'update', () => update(key, change))
+      : await this.options.call(sessionId, 'set', async () => this.store.set(key, change(await this.store.get(key))));
+    if (!done.ok) {
+      this.pending.set(sessionId, this.boundedWaiting(sessionId, waiting));
+      const labels = waiting.at(-1)?.batches.map((b) => b.label) ?? [];
+      if (!deferred && labels.length > 0) this.options.emit({ type: 'archive-deferred', sessionId, labels });
+      return;
+    }
+    this.pending.delete(sessionId);
+    if (evicted.length > 0)
+      this.options.emit({ type: 'archive-evicted', sessionId, labels: evicted, chars: evictedChars });
+    if (deferred) {
+      const labels = waiting.flatMap((w) => w.batches.map((b) => b.label));
+      if (labels.length > 0) this.options.emit({ type: 'archive-written', sessionId, labels, deferred: true });
+    }
+  }
+
+  /** `archive` with the waiting writes added (each batch once, by label) and the bound applied. */
+  private merged(archive: SessionArchive, waiting: Write[]) {
+    const batches = archive.batches.slice();
+    const labels = new Set(batches.map((b) => b.label));
+    let receipts = archive.receipts.slice();
+    const receiptTimes = new Set(receipts.map((r) => `${r.at}|${r.archive.join(',')}`));
+    for (const w of waiting) {
+      for (const b of w.batches) if (!labels.has(b.label)) (batches.push(b), labels.add(b.label));
+      const r = w.receipt;
+      if (r && !receiptTimes.has(`${r.at}|${r.archive.join(',')}`)) receipts.push(r);
+    }
+    if (receipts.length > MAX_RECEIPTS) receipts = receipts.slice(receipts.length - MAX_RECEIPTS);
+    const evicted: string[] = [];
+    let evictedChars = 0;
+    let total = batches.reduce((n, b) => n + b.chars, 0);
+    // The oldest batch goes first; the newest is kept even when it alone is over the bound.
+    while (batches.length > 1 && total > this.options.maxChars) {
+      const old = batches.shift() as ArchiveBatch;
+      total -= old.chars;
+      evicted.push(old.label);
+      evictedChars += old.chars;
+    }
+    return {
+      archive: { version: 1 as const, batches, receipts, evicted: archive.evicted + evicted.length },
+      evicted,
+      evictedChars,
+    };
+  }
+
+  /** What waits in this process is bounded like the archive itself (the oldest batches go first). */
+  private boundedWaiting(sessionId: string, waiting: Write[]): Write[] {
+    let total = waiting.reduce((n, w) => n + w.batches.reduce((m, b) => m + b.chars, 0), 0);
+    const out = waiting.map((w) => ({ ...w, batches: w.batches.slice() }));
+    const dropped: string[] = [];
+    let droppedChars = 0;
+    for (const w of out) {
+      while (total > this.options.maxChars && w.batches.length > 0 && out.at(-1) !== w) {
+        const b = w.batches.shift() as ArchiveBatch;
+        total -= b.chars;
+        dropped.push(b.label);
+        droppedChars += b.chars;
+      }
+    }
+    if (dropped.length > 0) this.options.emit({ type: 'archive-evicted', sessionId, labels: dropped, chars: droppedChars });
+    return out;
+  }
+}

@@ -1,0 +1,101 @@
+// The public shapes of lossless compaction: what the archive keeps of every message a compaction
+// took out of the prompt, what `guard.recall` returns, and the receipt of each compaction.
+import type { CompactionReason, CompactionStep } from '../compaction/types.ts';
+
+/** Who wrote an archived item: the conversation's roles, or the guard (a clip-archive batch summary). */
+export type ArchivedRole = 'user' | 'assistant' | 'tool' | 'summary';
+
+/** How a compaction took a message (or one tool result) out of the prompt. */
+export type ReplacementKind = 'summarized' | 'placeholder' | 'truncated' | 'clipped' | 'media';
+
+/** One archived original: a message, or one tool result of a tool message. */
+export interface ArchivedItem {
+  /**
+   * The tool-call id for a tool result (what its placeholder names); otherwise `{label}#{n}`.
+   * Tool-call ids are not always unique (some models reuse `call_0`): recall by id returns every match.
+   */
+  id: string;
+  /** The batch it was archived in: `compaction-batch-{sessionId}-{end ISO}`. */
+  label: string;
+  role: ArchivedRole;
+  /** A readable rendering of the original: its text, tool calls as `name(input)`, media as labels. */
+  text: string;
+  toolCallId?: string;
+  toolName?: string;
+  /** Its position in the host's history when it was archived. */
+  position: number;
+  /** How the compaction replaced it. */
+  replaced: ReplacementKind;
+}
+
+/** What `guard.recall` returns: the item, its batch's header, and whether its text was shortened to fit. */
+export interface RecalledItem extends ArchivedItem {
+  /** The batch's metadata header, `[depth:N|start:ISO|end:ISO|count:M]`. */
+  header: string;
+  /** Characters of the archived text; `text` is shorter when `truncated`. */
+  chars: number;
+  truncated: boolean;
+  /** Relevance of a query match (higher is better); absent for a lookup by id. */
+  score?: number;
+}
+
+export interface RecallOptions {
+  /** Full-text query, ranked by relevance (terms, prefixes and near spellings match). */
+  query?: string;
+  /** An exact tool-call id, item id or batch label. With `query`, the matches are ranked by it. */
+  id?: string;
+  /** Most items returned. Default 5, at most 50. */
+  limit?: number;
+  /** Most characters of text returned in all (long items are cut around what matched). Default: the `archive.recallMaxChars` option. */
+  maxChars?: number;
+}
+
+/** One archived batch: what one compaction (or one clip-archive re-summarization) took out of the prompt. */
+export interface ArchiveBatch {
+  label: string;
+  /** 0 for a compaction's originals; a re-summarized clip-archive batch is one deeper than what it merged. */
+  depth: number;
+  /** When the messages it holds arrived: from the previous batch's end (or the session's start) to the compaction. */
+  start: string;
+  end: string;
+  /** `[depth:N|start:ISO|end:ISO|count:M]`. */
+  header: string;
+  items: ArchivedItem[];
+  /** Characters of its items' text: what the archive bound counts. */
+  chars: number;
+}
+
+/** A message (or tool result) a compaction took out of the prompt. */
+export interface ReplacedMessage {
+  position: number;
+  role: 'user' | 'assistant' | 'tool';
+  toolCallId?: string;
+  replaced: ReplacementKind;
+}
+
+/** What one compaction did, kept per session (`guard.compactions`) and sent with `compaction-end`. */
+export interface CompactionReceipt {
+  /** When it ran (ISO 8601). */
+  at: string;
+  reason: CompactionReason;
+  strategy: CompactionStep;
+  steps: CompactionStep[];
+  tokensBefore: number;
+  tokensAfter: number;
+  /** What it took out of the prompt, by position in the host's history and tool-call id. */
+  replaced: ReplacedMessage[];
+  /** Labels of the archive batches holding the originals (none when the archive is off). */
+  archive: string[];
+  /** The summary it wrote, when it wrote one. */
+  summary?: string;
+}
+
+/** A session's archive as stored: one value per session, beside its state, in the same store. */
+export interface SessionArchive {
+  version: 1;
+  batches: ArchiveBatch[];
+  /** The most recent receipts, oldest first. */
+  receipts: CompactionReceipt[];
+  /** Batches evicted so far (the archive bound). */
+  evicted: number;
+}
