@@ -49,10 +49,10 @@ export class RecallIndex {
     const index = this.indexOf(sessionId, archive);
     let found: Array<{ located: Located; score?: number; terms?: string[] }>;
     if (id) {
-      // Newest first: a reused tool-call id most likely means the latest call.
+      // A batch in its own order; a reused tool-call id newest first (most likely the latest call).
       const byId = index.items
         .filter(({ item }) => item.id === id || item.toolCallId === id || item.label === id)
-        .sort((a, b) => b.order - a.order);
+        .sort((a, b) => (a.item.label === id ? a.order - b.order : b.order - a.order));
       if (!query) found = byId.map((located) => ({ located }));
       else {
         const scores = new Map(index.search.search(query).map((r) => [r.id as number, r]));

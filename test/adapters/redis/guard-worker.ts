@@ -1,6 +1,6 @@
 // A separate Node process holding one guard on a shared RedisStore, driven by the parent test
 // (two-processes.test.ts) over stdin/stdout, one JSON object per line:
-//   request  { id, op: 'init' | 'before' | 'after' | 'stats' | 'state' | 'exit', ...args }
+//   request  { id, op: 'init' | 'before' | 'after' | 'recall' | 'compactions' | 'stats' | 'state' | 'exit', ...args }
 //   response { id, ok: true, value } or { id, ok: false, error }
 // Run with `node test/adapters/redis/guard-worker.ts` (Node strips the types). Not a test file itself.
 import { createInterface } from 'node:readline';
@@ -113,6 +113,12 @@ async function handle(request: Record<string, unknown>): Promise<unknown> {
       });
       return null;
     }
+    case 'recall':
+      if (!guard) throw new Error('init first');
+      return await guard.recall(request.sessionId as string, request.options as Record<string, unknown>);
+    case 'compactions':
+      if (!guard) throw new Error('init first');
+      return await guard.compactions(request.sessionId as string);
     case 'stats':
       return stats;
     case 'state':

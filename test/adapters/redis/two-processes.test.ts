@@ -9,7 +9,14 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStore } from '../../../adapters/redis/index.ts';
-import type { BeforeModelResult, CompactionResult, GuardMessage, SessionState } from '../../../src/index.ts';
+import type {
+  BeforeModelResult,
+  CompactionReceipt,
+  CompactionResult,
+  GuardMessage,
+  RecalledItem,
+  SessionState,
+} from '../../../src/index.ts';
 import { expectInvariants } from '../../compaction/invariants.ts';
 import type { WorkerInit, WorkerStats } from './guard-worker.ts';
 import { deletePrefix, skipRedisTests, startRedis, uniquePrefix, type RedisHandle } from './server.ts';
@@ -307,5 +314,43 @@ describe.skipIf(skip)('two processes on one Redis', () => {
       expect(r.compaction).toBeNull();
       expect(json(r.messages)).toBe(json(ra.messages));
     }
+  });
+
+  it('archives in one process what the other recalls: the same batch, by label, by tool-call id and by query', async () => {
+    const session = 'archive-round-trip';
+    let history = start('arc');
+    let receiptsSeen = 0;
+    for (let i = 0; i < 40 && receiptsSeen === 0; i++) {
+      history = [...history, ...turn(i, 'arc')];
+      const r = await a.call<Before>('before', { sessionId: session, messages: history });
+      await a.call('after', { sessionId: session, usage: { inputTokens: realCount(r.messages) } });
+      if (r.compaction) receiptsSeen++;
+    }
+    expect(receiptsSeen).toBe(1);
+    // Process B never saw this session: it reads the receipt and the archive from Redis.
+    const [receipt] = await b.call<CompactionReceipt[]>('compactions', { sessionId: session });
+    expect(receipt?.archive.length).toBeGreaterThan(0);
+    const label = receipt!.archive[0]!;
+    const inA = await a.call<RecalledItem[]>('recall', { sessionId: session, options: { id: label, limit: 50 } });
+    const inB = await b.call<RecalledItem[]>('recall', { sessionId: session, options: { id: label, limit: 50 } });
+    expect(inB.length).toBeGreaterThan(0);
+    expect(json(inB)).toBe(json(inA));
+    expect(inB.every((item) => item.label === label && item.header.startsWith('[depth:0|start:'))).toBe(true);
+    // A tool result the compaction replaced comes back whole, by its id, in the other process.
+    const replacedTool = receipt!.replaced.find((m) => m.toolCallId !== undefined);
+    expect(replacedTool).toBeDefined();
+    {
+      const [byId] = await b.call<RecalledItem[]>('recall', {
+        sessionId: session,
+        options: { id: replacedTool!.toolCallId, maxChars: 100_000 },
+      });
+      const original = history
+        .flatMap((m) => (m.role === 'tool' ? m.content : []))
+        .find((p) => p.type === 'tool-result' && p.toolCallId === replacedTool!.toolCallId);
+      expect(byId?.text).toContain((original as { output: { value: string } }).output.value);
+    }
+    // And by query: the first request's words.
+    const byQuery = await b.call<RecalledItem[]>('recall', { sessionId: session, options: { query: 'arc answer 0' } });
+    expect(byQuery.some((item) => item.text.includes('arc answer 0'))).toBe(true);
   });
 });
