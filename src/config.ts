@@ -485,6 +485,11 @@ export function thresholdFor(contextWindow: number, buffer: number | undefined):
 }
 
 function describe(issue: z.core.$ZodIssue): { field: string; message: string } {
+  // `false` or an object: when the value is an object, the object branch's own issue names the field.
+  if (issue.code === 'invalid_union') {
+    const inner = issue.errors.flat().find((e) => e.path.length > 0);
+    if (inner) return describe({ ...inner, path: [...issue.path, ...inner.path] } as z.core.$ZodIssue);
+  }
   const path = issue.path.map(String).join('.');
   if (issue.code === 'unrecognized_keys') {
     const keys = issue.keys.map((k) => (path ? `${path}.${k}` : k));

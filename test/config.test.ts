@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { compactionSettings, resolveOptions } from '../src/config.ts';
 import { bufferTokens, ContextGuardConfigError, createContextGuard, thresholdFor } from '../src/index.ts';
 
 function configError(options: unknown): ContextGuardConfigError {
@@ -56,6 +57,20 @@ describe('configuration errors', () => {
     [{ onEvent: 'log' }, 'onEvent'],
     [{ models: { 'my-model': -3 } }, 'models.my-model'],
     [{ contextWindow: 8_000, buffer: 9_000 }, 'buffer'],
+    [{ archive: true }, 'archive'],
+    [{ archive: { maxChars: 0 } }, 'archive.maxChars'],
+    [{ archive: { maxChars: 1.5 } }, 'archive.maxChars'],
+    [{ archive: { recallMaxChars: 10 } }, 'archive.recallMaxChars'],
+    [{ archive: { max: 1 } }, 'archive.max'],
+    [{ keepUserMessagesTokens: -1 }, 'keepUserMessagesTokens'],
+    [{ keepUserMessagesTokens: Number.NaN }, 'keepUserMessagesTokens'],
+    [{ clipArchive: { first: 1 } }, 'clipArchive.last'],
+    [{ clipArchive: { first: -1, last: 2 } }, 'clipArchive.first'],
+    [{ clipArchive: { first: 1, last: 0 } }, 'clipArchive.last'],
+    [{ clipArchive: { first: 1, last: 2, buffer: 0.5 } }, 'clipArchive.buffer'],
+    [{ clipArchive: true }, 'clipArchive'],
+    [{ prune: { maxToolResultTokens: -1 } }, 'prune.maxToolResultTokens'],
+    [{ fileOps: { readTools: 'read' } }, 'fileOps.readTools'],
   ])('%j names `%s`', (options, field) => {
     const error = configError(options);
     expect(error.name).toBe('ContextGuardConfigError');
@@ -84,5 +99,33 @@ describe('configuration errors', () => {
     expect(guard.options.calibration).toEqual({ min: 1, max: 5, default: 1.5 });
     expect(guard.options.warnAt).toBe(0.7);
     expect(guard.options.maxSessions).toBe(10_000);
+  });
+});
+
+describe('lossless compaction defaults', () => {
+  const settings = (window: number, options: Record<string, unknown> = {}) =>
+    compactionSettings(resolveOptions(options), window, thresholdFor(window, undefined));
+
+  it.each([
+    [4_000, 50],
+    [16_000, 800],
+    [32_000, 3_200],
+    [128_000, 12_800],
+    [200_000, 20_000],
+    [1_000_000, 20_000],
+  ])('a %i-token window carries over %i tokens of recent user messages', (window, tokens) => {
+    expect(settings(window).keepUserMessagesTokens).toBeCloseTo(tokens, 6);
+  });
+
+  it('a set carry-over budget is kept within half the target; 0 turns it off', () => {
+    expect(settings(128_000, { keepUserMessagesTokens: 5_000 }).keepUserMessagesTokens).toBe(5_000);
+    expect(settings(128_000, { keepUserMessagesTokens: 0.5 }).keepUserMessagesTokens).toBe(32_000);
+    expect(settings(128_000, { keepUserMessagesTokens: 0 }).keepUserMessagesTokens).toBe(0);
+  });
+
+  it('archives by default, 2,000,000 characters per session, recall answers of 16,000', () => {
+    expect(resolveOptions({}).archive).toEqual({ enabled: true, maxChars: 2_000_000, recallMaxChars: 16_000 });
+    expect(resolveOptions({ archive: false }).archive.enabled).toBe(false);
+    expect(resolveOptions({ clipArchive: { first: 1, last: 3 } }).clipArchive).toEqual({ first: 1, last: 3, buffer: 2 });
   });
 });
