@@ -17,10 +17,13 @@ interface Located {
   order: number;
 }
 
+type Search = MiniSearch<{ id: number; text: string; toolName: string; label: string; role: string }>;
+
 interface SearchIndex {
   version: string;
   items: Located[];
-  search: MiniSearch<{ id: number; text: string; toolName: string; label: string; role: string }>;
+  /** Built on the first query: a lookup by id needs none. */
+  search?: Search;
 }
 
 /** A version of the archive's content: which batches it holds (batches are immutable once written). */
@@ -55,7 +58,7 @@ export class RecallIndex {
         .sort((a, b) => (a.item.label === id ? a.order - b.order : b.order - a.order));
       if (!query) found = byId.map((located) => ({ located }));
       else {
-        const scores = new Map(index.search.search(query).map((r) => [r.id as number, r]));
+        const scores = new Map(searchOf(index).search(query).map((r) => [r.id as number, r]));
         found = byId
           .map((located) => {
             const r = scores.get(located.order);
@@ -64,7 +67,7 @@ export class RecallIndex {
           .sort((a, b) => b.score - a.score);
       }
     } else {
-      found = index.search
+      found = searchOf(index)
         .search(query)
         .map((r) => ({ located: index.items[r.id as number] as Located, score: r.score, terms: r.terms }));
     }
@@ -78,19 +81,31 @@ export class RecallIndex {
     const items: Located[] = [];
     for (const batch of archive.batches)
       for (const item of batch.items) items.push({ item, header: batch.header, order: items.length });
-    const search = new MiniSearch<{ id: number; text: string; toolName: string; label: string; role: string }>({
-      fields: ['text', 'toolName', 'label', 'role'],
-      searchOptions: { prefix: true, fuzzy: 0.2, boost: { toolName: 2 } },
-    });
-    search.addAll(
-      items.map(({ item }, i) => ({ id: i, text: item.text, toolName: item.toolName ?? '', label: item.label, role: item.role })),
-    );
-    const index = { version, items, search };
+    const index: SearchIndex = { version, items };
     this.indexes.delete(sessionId);
     this.indexes.set(sessionId, index);
     if (this.indexes.size > this.max) this.indexes.delete(this.indexes.keys().next().value as string);
     return index;
   }
+}
+
+function searchOf(index: SearchIndex): Search {
+  if (index.search) return index.search;
+  const search: Search = new MiniSearch({
+    fields: ['text', 'toolName', 'label', 'role'],
+    searchOptions: { prefix: true, fuzzy: 0.2, boost: { toolName: 2 } },
+  });
+  search.addAll(
+    index.items.map(({ item }, i) => ({
+      id: i,
+      text: item.text,
+      toolName: item.toolName ?? '',
+      label: item.label,
+      role: item.role,
+    })),
+  );
+  index.search = search;
+  return search;
 }
 
 function clampInt(value: unknown, fallback: number, min: number, max: number): number {
