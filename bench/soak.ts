@@ -129,6 +129,7 @@ import {
   type ToolResultOutput,
 } from '../src/index.ts';
 // Internals, only to price the irreducible part exactly as the pipeline does (explained overflows).
+import { repairToolPairing } from '../src/compaction/structure.ts';
 import { compactionCalibration, priceAfterReset } from '../src/tokens/calibration.ts';
 import { pairingProblems } from '../test/compaction/pairing.ts';
 import { png } from '../test/png.ts';
@@ -1922,6 +1923,31 @@ async function runConversation(
     // An edit meant for another result with the same id (reused ids).
     const misplaced = misplacedPlaceholders(sent, out);
     if (misplaced.length > 0) fail('misplaced-placeholder', misplaced.slice(0, 2).join('; '), sent);
+
+    // Nothing is destroyed: a text tool output this compaction took out of the prompt (or shrank)
+    // comes back whole, by its tool-call id (unless the session's archive outgrew its bound).
+    if (r.compaction && guard.options.archive.enabled && !session.events.some((e) => e.type === 'archive-evicted')) {
+      const sentNow = JSON.stringify(serializable(out));
+      const missing: string[] = [];
+      // Orphan results (no call before them, or a call the guard left out as an invalid entry) never
+      // reach any prompt: the pairing repair replaces them. Only results the guard could send count.
+      const dropped = new Set(events.flatMap((e) => (e.type === 'invalid-messages' ? e.indices : [])));
+      const paired = repairToolPairing(sent.filter((_, k) => !dropped.has(k)) as GuardMessage[]).messages;
+      for (const m of paired as Array<{ role?: unknown; content?: unknown }>) {
+        if (m?.role !== 'tool' || !Array.isArray(m.content)) continue;
+        for (const part of m.content as Array<{ type?: unknown; toolCallId?: unknown; output?: unknown }>) {
+          const output = part?.output as { type?: unknown; value?: unknown } | undefined;
+          if (part?.type !== 'tool-result' || output?.type !== 'text' || typeof output.value !== 'string') continue;
+          if (typeof part.toolCallId !== 'string' || sentNow.includes(JSON.stringify(output.value))) continue;
+          c.checks['archived tool outputs recalled'] = (c.checks['archived tool outputs recalled'] ?? 0) + 1;
+          const items = await guard.recall(sessionId, { id: part.toolCallId, limit: 50, maxChars: 1e9 });
+          const whole = guard.options.redact(output.value);
+          if (!items.some((item) => item.text.includes(whole))) missing.push(part.toolCallId);
+        }
+      }
+      if (missing.length > 0)
+        fail('not-archived', `tool outputs out of the prompt but not recallable by id: ${missing.slice(0, 3).join(', ')}`, sent);
+    }
 
     // Secrets: never given to the summarizer, never stored.
     if (session.summarizerLeaks.length > 0) {

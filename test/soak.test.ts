@@ -36,6 +36,8 @@ describe('soak (short)', () => {
     // latest messages that were not sent as they are.
     expect(result.checks['user starts checked in digests'] ?? 0, report).toBeGreaterThan(20);
     expect(result.checks['latest message not sent as is'] ?? 0, report).toBeGreaterThan(0);
+    // Nothing destroyed: tool outputs that left the prompt were recalled whole.
+    expect(result.checks['archived tool outputs recalled'] ?? 0, report).toBeGreaterThan(100);
     expect(result.violationsByKind, report).toEqual({});
     expect(result.violations, report).toBe(0);
     expect(result.throws, report).toBe(0);
