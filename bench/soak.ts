@@ -129,6 +129,8 @@ import {
   type ToolResultOutput,
 } from '../src/index.ts';
 // Internals, only to price the irreducible part exactly as the pipeline does (explained overflows).
+import { archiveKey } from '../src/archive/store.ts';
+import type { SessionArchive } from '../src/archive/types.ts';
 import { repairToolPairing } from '../src/compaction/structure.ts';
 import { compactionCalibration, priceAfterReset } from '../src/tokens/calibration.ts';
 import { pairingProblems } from '../test/compaction/pairing.ts';
@@ -1963,6 +1965,15 @@ async function runConversation(
           `the stored summary (or its continuation, or file list) holds ${[...leaks].join(', ')}`,
           sent,
         );
+    }
+
+    // The archive is stored too: every original in it went through the redaction.
+    if (r.compaction) {
+      const archive = (await store.get(archiveKey(sessionId))) as SessionArchive | undefined;
+      const leaks = new Set(
+        (archive?.batches ?? []).flatMap((b) => b.items.flatMap((item) => leakedSecrets(item.text))),
+      );
+      if (leaks.size > 0) fail('secret-leak', `the archive holds ${[...leaks].join(', ')}`, sent);
     }
 
     // The whole-compaction deadline: with the slow summarizer every call but the last takes its
