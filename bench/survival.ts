@@ -1,13 +1,18 @@
 // What survives compaction: facts planted in long synthetic sessions, checked after every compaction.
 //
-//   node bench/survival.ts            (npm run bench:survival; about 2 minutes)
+//   node bench/survival.ts            (npm run bench:survival; about half a minute)
 //   node bench/survival.ts --quick    (one shorter session per window and shape)
 //   node bench/survival.ts --json     (the rows and every fact that was neither in the prompt nor recallable)
 //   node bench/survival.ts --sessions 3 --compactions 8 --seed 7 --windows 4000,16000 --verbose
+//   node bench/survival/diagnose.ts   (why recall misses: variants of its ranking and of its cut)
+//
+// --compactions N sizes the sessions: the threshold once, then N times (threshold − target), what a
+// compaction would free if it went just down to the target; the guard frees more (pruning, the
+// summary's own size), so it compacts fewer times (3 to 5 with the default 6).
 //
 // Sessions (bench/survival/session.ts): deterministic, seeded; windows of 4k, 16k, 128k and 200k
-// tokens; two shapes, tool-heavy (an agent reading files, grepping, running tests: big tool
-// outputs) and chat-heavy (long user / assistant exchanges, a tool step now and then); lengths set
+// tokens; two shapes, tool-heavy (an agent reading and writing files, grepping, running tests: big
+// tool outputs) and chat-heavy (long user / assistant exchanges, a tool step now and then); lengths set
 // so that each session crosses the threshold several times. Planted in each: 15 facts, five kinds
 // (a user's constraint, a file path, an exact error message, an order / ticket number, a decision
 // with its reason) each early, in the middle and late, each a unique string, among distractors of
@@ -21,6 +26,10 @@
 //   - recallable: guard.recall(sessionId, { query, limit: 5 }) returns an item whose text holds the
 //     fact, the query naming the fact's kind and a distinctive word (e.g. "TypeError reading qx81",
 //     "file invoice_9f3a"), measured for every planted fact, whether it is in the prompt or not.
+// Also: presence at every call from the first compaction on (the guard and LangChain compact at
+// different rhythms), the largest prompt sent, and for each recall miss of a fact gone from the
+// prompt, why (read from the archive as stored, bench/survival/store.ts): never archived, evicted,
+// archived but outranked, or returned with its text cut around another match.
 // Summarizers: `mechanical` (no summarizer: the guard's mechanical digest), `headings-only` (a
 // scripted summarizer answering only the seven headings of the template, the worst case of a model
 // summary), and LangChain's summarizationMiddleware (bench/survival/langchain.ts) with the same
@@ -29,7 +38,7 @@
 import { createContextGuard, SUMMARY_SECTIONS, thresholdFor, type GuardMessage } from '../src/index.ts';
 import { RecordingStore } from './survival/store.ts';
 import { FirstCharsChatModel, headingsModel, LangChainHost } from './survival/langchain.ts';
-import { buildSession, FACT_KINDS, type Fact, type FactKind, type Session, type Shape } from './survival/session.ts';
+import { sessionsFor, FACT_KINDS, type Fact, type FactKind, type Session, type Shape } from './survival/session.ts';
 
 type SummarizerName = 'mechanical' | 'headings-only' | 'langchain, headings-only' | 'langchain, first 200 chars';
 const SUMMARIZERS: readonly SummarizerName[] = [
@@ -103,7 +112,7 @@ export function promptTokens(messages: readonly GuardMessage[]): number {
       chars += m.content.length;
       continue;
     }
-    for (const part of m.content as Array<Record<string, unknown>>) {
+    for (const part of m.content as unknown as Array<Record<string, unknown>>) {
       if (typeof part['text'] === 'string') chars += part['text'].length;
       if (part['type'] === 'tool-call')
         chars += String(part['toolName']).length + JSON.stringify(part['input'] ?? null).length;
@@ -373,19 +382,6 @@ function table(rows: Row[]): string {
   return lines.join('\n');
 }
 
-function pooled(rows: Row[], summarizer: SummarizerName, f: (r: Row) => number | undefined): number | undefined {
-  let sum = 0;
-  let n = 0;
-  for (const r of rows) {
-    if (r.summarizer !== summarizer) continue;
-    const v = f(r);
-    if (v === undefined || Number.isNaN(v)) return v === undefined ? undefined : sum / Math.max(1, n);
-    sum += v * r.observations;
-    n += r.observations;
-  }
-  return n === 0 ? Number.NaN : sum / n;
-}
-
 function numberFlag(args: string[], name: string, fallback: number): number {
   const i = args.indexOf(name);
   const v = i >= 0 ? Number(args[i + 1]) : Number.NaN;
@@ -397,7 +393,7 @@ async function main(): Promise<void> {
   const quick = args.includes('--quick');
   const json = args.includes('--json');
   const verbose = args.includes('--verbose');
-  const sessions = numberFlag(args, '--sessions', quick ? 1 : 4);
+  const sessions = numberFlag(args, '--sessions', quick ? 1 : 6);
   const compactions = numberFlag(args, '--compactions', quick ? 3 : 6);
   const seed = numberFlag(args, '--seed', 1);
   const windowsArg = args[args.indexOf('--windows') + 1];
@@ -408,17 +404,10 @@ async function main(): Promise<void> {
   const probe = createContextGuard({ contextWindow: 8_000 }) as unknown as RecallCapable;
   const hasRecall = typeof probe.recall === 'function';
   const rows: Row[] = [];
+  const all = new Map<SummarizerName, SessionRun[]>(SUMMARIZERS.map((s) => [s, []]));
   for (const window of windows) {
-    const threshold = thresholdFor(window, undefined);
-    // The default target: half the window, at most 90% of the threshold.
-    const target = Math.min(window / 2, threshold * 0.9);
-    // Enough to cross the threshold once, then `compactions` more times (each compaction goes to
-    // the target and the prompt grows back to the threshold).
-    const tokens = Math.round(threshold + compactions * (threshold - target));
-    for (const [s, shape] of SHAPES.entries()) {
-      const built = Array.from({ length: sessions }, (_, k) =>
-        buildSession({ shape, window, tokens, seed: seed * 1_000_003 + window + s * 7_919 + k * 104_729 }),
-      );
+    for (const shape of SHAPES) {
+      const built = sessionsFor(seed, window, shape, sessions, compactions);
       for (const summarizer of SUMMARIZERS) {
         const runs: SessionRun[] = [];
         for (const session of built)
@@ -428,6 +417,7 @@ async function main(): Promise<void> {
               : await replayLangChain(session, summarizer),
           );
         rows.push(summarizeRow(window, shape, summarizer, runs, hasRecall && !summarizer.startsWith('langchain')));
+        all.get(summarizer)?.push(...runs);
         if (!json)
           process.stderr.write(
             `  ${windowLabel(window)} ${shape} ${summarizer}: ${runs.map((r) => r.compactions).join(', ')} compactions, ` +
@@ -445,7 +435,7 @@ async function main(): Promise<void> {
     return;
   }
   console.log(
-    `node ${process.version}; ${sessions} session(s) per window and shape, sized for ~${compactions} compactions, seed ${seed}; ` +
+    `node ${process.version}; ${sessions} session(s) per window and shape, sized by --compactions ${compactions}, seed ${seed}; ` +
       `15 facts per session; guard.recall ${hasRecall ? 'present' : 'ABSENT (recall columns n/a)'}; ${seconds.toFixed(1)} s`,
   );
   console.log(
@@ -456,13 +446,12 @@ async function main(): Promise<void> {
   console.log(table(rows));
 
   console.log('\nPooled over windows and shapes:');
-  for (const s of SUMMARIZERS) {
-    const inPrompt = pooled(rows, s, (r) => r.inPrompt);
-    const constraint = pooled(rows, s, (r) => r.inPromptByKind.constraint);
-    const recall = pooled(rows, s, (r) => r.recallable);
-    const lost = pooled(rows, s, (r) => r.lost);
+  for (const [summarizer, runs] of all) {
+    const p = summarizeRow(0, 'tool-heavy', summarizer, runs, hasRecall && !summarizer.startsWith('langchain'));
     console.log(
-      `- ${s}: in prompt ${pct(inPrompt)}, user constraints in prompt ${pct(constraint)}, recallable ${pct(recall)}, lost ${pct(lost)}`,
+      `- ${summarizer}: in prompt ${pct(p.inPrompt)} (every call ${pct(p.inPromptEveryCall)}), user constraints in ` +
+        `prompt ${pct(p.inPromptByKind.constraint)}, recallable ${pct(p.recallable)}, gone → recalled ` +
+        `${pct(p.goneRecallable)}, lost ${pct(p.lost)}`,
     );
   }
   const mech = rows.filter((r) => r.summarizer === 'mechanical');
@@ -486,10 +475,15 @@ async function main(): Promise<void> {
   console.log(
     missed === 0
       ? 'every fact gone from the prompt was found by recall'
-      : `recall misses of facts gone from the prompt (observations): ${missed}; ` +
-          `${reasons.outranked} outranked (archived, not in the top 5), ${reasons.cut} cut (the item holding it ` +
-          `returned, its text cut around another match), ${reasons.evicted} evicted (archived earlier, dropped by ` +
-          `archive.maxChars), ${reasons['not archived']} never archived`,
+      : `recall misses of facts gone from the prompt (observations): ${missed}; ${[
+          [reasons.outranked, 'outranked (archived, not in the top 5)'],
+          [reasons.cut, 'cut (the item holding it returned, its text cut around another match)'],
+          [reasons.evicted, 'evicted (archived earlier, dropped by archive.maxChars)'],
+          [reasons['not archived'], 'never archived'],
+        ]
+          .filter(([n]) => (n as number) > 0)
+          .map(([n, what]) => `${n} ${what}`)
+          .join(', ')}`,
   );
   const misses = rows.flatMap((r) =>
     r.misses.map((m) => ({ ...m, row: `${windowLabel(r.window)} ${r.shape} ${r.summarizer}` })),

@@ -14,6 +14,7 @@
 //   decision:   a decision with its reason, in assistant text.
 // The filler around them holds distractors of the same kinds (other paths, other errors, other
 // order numbers, other decisions), so that finding a fact by query is not trivial.
+import { thresholdFor } from '../../src/index.ts';
 import type { AssistantMessage, GuardMessage, ToolCallPart, ToolMessage, UserMessage } from '../../src/index.ts';
 
 export type Shape = 'tool-heavy' | 'chat-heavy';
@@ -564,4 +565,19 @@ export function buildSession(spec: SessionSpec): Session {
     facts,
     tokens: Math.round(chars / 4),
   };
+}
+
+/**
+ * The sessions of a run for one window and shape: `count` of them, seeds derived from the run's
+ * seed, each long enough to cross the guard's default threshold once and then about `compactions`
+ * more times (a compaction goes down to the target, half the window, and the prompt grows back).
+ */
+export function sessionsFor(seed: number, window: number, shape: Shape, count: number, compactions: number): Session[] {
+  const threshold = thresholdFor(window, undefined);
+  const target = Math.min(window / 2, threshold * 0.9);
+  const tokens = Math.round(threshold + compactions * (threshold - target));
+  const s = shape === 'tool-heavy' ? 0 : 1;
+  return Array.from({ length: count }, (_, k) =>
+    buildSession({ shape, window, tokens, seed: seed * 1_000_003 + window + s * 7_919 + k * 104_729 }),
+  );
 }
