@@ -4,6 +4,8 @@ export { contextGuardMiddleware, contextGuardMiddlewareV3 } from './middleware.t
 export type { ContextGuardCallOptions, ContextGuardMiddlewareOptions } from './middleware.ts';
 export { compactTool } from './compact-tool.ts';
 export type { CompactToolOptions } from './compact-tool.ts';
+export { recallTool } from './recall-tool.ts';
+export type { RecallToolOptions } from './recall-tool.ts';
 export { aiSdkSummarizer } from './summarizer.ts';
 export { deriveSessionId } from '../shared/session-id.ts';
 export { isContextLengthError, promptTokensFromError } from './overflow.ts';

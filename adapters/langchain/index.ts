@@ -10,6 +10,8 @@ export { langchainSummarizer } from './summarizer.ts';
 export type { LangchainSummarizerOptions } from './summarizer.ts';
 export { compactTool } from './compact-tool.ts';
 export type { CompactToolOptions } from './compact-tool.ts';
+export { recallTool } from './recall-tool.ts';
+export type { RecallToolOptions } from './recall-tool.ts';
 export { fromGuardMessages, toGuardMessages, toGuardTools } from './convert.ts';
 export { createContextGuard } from '../../src/index.ts';
 export type { ContextGuard, ContextGuardOptions, GuardMessage } from '../../src/index.ts';

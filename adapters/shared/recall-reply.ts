@@ -1,0 +1,97 @@
+// What both adapters' recall tools do once they know the session: look the archive up (by id, by
+// query) and answer in text the model reads as a tool result. Every answer, empty ones included,
+// says what to do next: a model that gets "[]" back tends to call the tool again with the same input.
+import { formatCount, oneLine } from '../../src/compaction/text.ts';
+import type { ContextGuard, RecalledItem } from '../../src/index.ts';
+
+/** The recall tool's description, shared by the adapters. */
+export const RECALL_TOOL_DESCRIPTION =
+  'Find again what compaction took out of this conversation: tool outputs replaced by a placeholder or truncated, ' +
+  'and the messages a summary replaced. They are archived whole. Look an item up by `id` (the id a placeholder or ' +
+  'a truncation marker names, or an archive batch label a summary names), or search with `query`. The text is as ' +
+  "it was then: call the tool again instead when you need a file's or a command's current state.";
+
+/** The description of the tool's `query` input. */
+export const RECALL_QUERY_DESCRIPTION =
+  'Words from what you need, as they would appear in it: a file path, an error message, an identifier. ' +
+  'Results are ranked by relevance.';
+
+/** The description of the tool's `id` input. */
+export const RECALL_ID_DESCRIPTION =
+  'The tool-call id a placeholder names (`recall id "call_1"`), or an archive batch label a summary names ' +
+  '(`compaction-batch-…`): returns exactly those items.';
+
+/** The description of the tool's `limit` input. */
+export const RECALL_LIMIT_DESCRIPTION = 'Most items to return, 1 to 20. Default 5.';
+
+/** The most items one tool call may ask for (the schema's bound; the guard's own is 50). */
+export const MAX_RECALL_TOOL_LIMIT = 20;
+
+export interface RecallInput {
+  query?: string | undefined;
+  id?: string | undefined;
+  limit?: number | undefined;
+}
+
+/** An input the model wrote, shown back to it on one short line. */
+const quoted = (text: string): string => JSON.stringify(oneLine(text, 200));
+
+/** Looks the session's archive up and returns the tool's answer. */
+export async function recallReply(
+  guard: ContextGuard,
+  sessionId: string,
+  input: RecallInput,
+  maxChars: number | undefined,
+): Promise<string> {
+  const query = input.query?.trim() ?? '';
+  const id = input.id?.trim() ?? '';
+  if (!query && !id) {
+    return (
+      'Nothing was looked up: give a `query` (words from what you need: a file path, an error, an identifier) ' +
+      'or an `id` (the tool-call id a placeholder names, or an archive batch label a summary names).'
+    );
+  }
+  if (!guard.options.archive.enabled) {
+    return (
+      'Nothing can be recalled: the archive is turned off, so what compaction removed was not kept. ' +
+      'Call the tool again if you need its output.'
+    );
+  }
+  const items = await guard.recall(sessionId, {
+    ...(query ? { query } : {}),
+    ...(id ? { id } : {}),
+    ...(input.limit !== undefined ? { limit: input.limit } : {}),
+    ...(maxChars !== undefined ? { maxChars } : {}),
+  });
+  const what = [id ? `id ${quoted(id)}` : '', query ? `query ${quoted(query)}` : ''].filter(Boolean).join(' and ');
+  if (items.length === 0) {
+    return (
+      `Nothing in the archive matches ${what}; the archive holds what compaction removed from this conversation ` +
+      '(tool outputs and the messages a summary replaced). ' +
+      (id
+        ? 'Check the id against the placeholder (the oldest batches are dropped when the archive is full), ' +
+          'or search with a query.'
+        : 'Try other words, or the id a placeholder names.')
+    );
+  }
+  const count = `${items.length} archived item${items.length === 1 ? '' : 's'}`;
+  return [`${count} for ${what}, as they were when compaction removed them:`, ...items.map(renderItem)].join('\n\n');
+}
+
+/** One item: a header line the model can cite (who, id, batch, size, whether cut), then its text. */
+export function renderItem(item: RecalledItem): string {
+  const who = item.role === 'tool' ? `tool ${item.toolName ?? 'result'}` : item.role;
+  const size = `${formatCount(item.chars)} chars${cutNote(item)}`;
+  return `--- [${who} · id ${item.id} · ${item.label} · ${size}]\n${item.text}`;
+}
+
+/**
+ * How a long item was cut to fit. The guard cuts around a query's match when it finds one (the text
+ * then opens with its `[... N characters before ...]` marker), else keeps the head and the tail: the
+ * part a truncated output already shows, so the note says how to reach the middle.
+ */
+function cutNote(item: RecalledItem): string {
+  if (!item.truncated) return '';
+  if (item.text.startsWith('[... ')) return ', cut around the match';
+  return ', head and tail shown: add a `query` with words of the part you need to read around it';
+}
