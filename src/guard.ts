@@ -139,9 +139,10 @@ class Guard implements ContextGuard {
       // A recall answer goes back into the prompt: by default at most about a tenth of the window.
       const window = (await this.status(sessionId))?.contextWindow;
       const { recallMaxChars } = this.options.archive;
+      // The user's bound always holds; the window's share is floored so a small window still reads something.
       const maxChars =
         window !== undefined
-          ? Math.max(800, Math.min(recallMaxChars, Math.floor(window * DEFAULTS.recallWindowChars)))
+          ? Math.min(recallMaxChars, Math.max(800, Math.floor(window * DEFAULTS.recallWindowChars)))
           : recallMaxChars;
       return await this.archive.recall(sessionId, options ?? {}, maxChars);
     } catch (error) {

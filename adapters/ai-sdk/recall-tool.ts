@@ -9,6 +9,7 @@ import {
   MAX_RECALL_TOOL_LIMIT,
   RECALL_ID_DESCRIPTION,
   RECALL_LIMIT_DESCRIPTION,
+  RECALL_OFFSET_DESCRIPTION,
   RECALL_QUERY_DESCRIPTION,
   RECALL_TOOL_DESCRIPTION,
   recallReply,
@@ -25,13 +26,21 @@ export interface RecallToolOptions {
 }
 
 /**
- * An AI SDK tool (`{ query?, id?, limit? }`) that finds what compaction archived from the current
+ * An AI SDK tool (`{ query?, id?, limit?, offset? }`) that finds what compaction archived from the current
  * conversation. Pass the middleware (or its guard): `tools: { recall_context: recallTool(middleware) }`.
  */
 export function recallTool(
   target: ContextGuard | { guard: ContextGuard },
   options: RecallToolOptions = {},
-): Tool<{ query?: string | undefined; id?: string | undefined; limit?: number | undefined }, string> {
+): Tool<
+  {
+    query?: string | undefined;
+    id?: string | undefined;
+    limit?: number | undefined;
+    offset?: number | undefined;
+  },
+  string
+> {
   const guard = guardOf(target);
   return tool({
     description: RECALL_TOOL_DESCRIPTION,
@@ -39,6 +48,7 @@ export function recallTool(
       query: z.string().optional().describe(RECALL_QUERY_DESCRIPTION),
       id: z.string().optional().describe(RECALL_ID_DESCRIPTION),
       limit: z.number().int().min(1).max(MAX_RECALL_TOOL_LIMIT).optional().describe(RECALL_LIMIT_DESCRIPTION),
+      offset: z.number().int().min(0).optional().describe(RECALL_OFFSET_DESCRIPTION),
     }),
     // The session is the one the middleware saw this tool call in (the compact tool's rule).
     execute: (input, { toolCallId, messages }) =>

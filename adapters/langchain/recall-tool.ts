@@ -9,6 +9,7 @@ import {
   MAX_RECALL_TOOL_LIMIT,
   RECALL_ID_DESCRIPTION,
   RECALL_LIMIT_DESCRIPTION,
+  RECALL_OFFSET_DESCRIPTION,
   RECALL_QUERY_DESCRIPTION,
   RECALL_TOOL_DESCRIPTION,
   recallReply,
@@ -32,7 +33,7 @@ export interface RecallToolOptions {
 }
 
 /**
- * A LangChain tool (`{ query?, id?, limit? }`) that finds what compaction archived from the current
+ * A LangChain tool (`{ query?, id?, limit?, offset? }`) that finds what compaction archived from the current
  * thread. Pass the middleware (or its guard): `tools: [recallTool(middleware), ...]`.
  */
 export function recallTool(target: ContextGuard | { guard: ContextGuard }, options: RecallToolOptions = {}) {
@@ -50,6 +51,7 @@ export function recallTool(target: ContextGuard | { guard: ContextGuard }, optio
         query: z.string().optional().describe(RECALL_QUERY_DESCRIPTION),
         id: z.string().optional().describe(RECALL_ID_DESCRIPTION),
         limit: z.number().int().min(1).max(MAX_RECALL_TOOL_LIMIT).optional().describe(RECALL_LIMIT_DESCRIPTION),
+        offset: z.number().int().min(0).optional().describe(RECALL_OFFSET_DESCRIPTION),
       }),
     },
   );

@@ -24,6 +24,10 @@ export const RECALL_ID_DESCRIPTION =
 /** The description of the tool's `limit` input. */
 export const RECALL_LIMIT_DESCRIPTION = 'Most items to return, 1 to 20. Default 5.';
 
+/** The description of the tool's `offset` input. */
+export const RECALL_OFFSET_DESCRIPTION =
+  'Read on from this character of each item (a long output comes back in parts; its text says which offset reads on).';
+
 /** The most items one tool call may ask for (the schema's bound; the guard's own is 50). */
 export const MAX_RECALL_TOOL_LIMIT = 20;
 
@@ -31,6 +35,7 @@ export interface RecallInput {
   query?: string | undefined;
   id?: string | undefined;
   limit?: number | undefined;
+  offset?: number | undefined;
 }
 
 /** An input the model wrote, shown back to it on one short line. */
@@ -61,6 +66,7 @@ export async function recallReply(
     ...(query ? { query } : {}),
     ...(id ? { id } : {}),
     ...(input.limit !== undefined ? { limit: input.limit } : {}),
+    ...(input.offset !== undefined ? { offset: input.offset } : {}),
     ...(maxChars !== undefined ? { maxChars } : {}),
   });
   const what = [id ? `id ${quoted(id)}` : '', query ? `query ${quoted(query)}` : ''].filter(Boolean).join(' and ');
@@ -86,12 +92,13 @@ export function renderItem(item: RecalledItem): string {
 }
 
 /**
- * How a long item was cut to fit. The guard cuts around a query's match when it finds one (the text
- * then opens with its `[... N characters before ...]` marker), else keeps the head and the tail: the
- * part a truncated output already shows, so the note says how to reach the middle.
+ * How a long item was cut to fit. Read from an offset (asked for, or where the prompt's copy of a
+ * truncated output is cut: the part the model lacks), around a query's match (the text then opens
+ * with its `[... N characters before ...]` marker), or head and tail, with how to reach the middle.
  */
 function cutNote(item: RecalledItem): string {
   if (!item.truncated) return '';
+  if (item.offset > 0) return `, from character ${formatCount(item.offset)}`;
   if (item.text.startsWith('[... ')) return ', cut around the match';
   return ', head and tail shown: add a `query` with words of the part you need to read around it';
 }

@@ -92,7 +92,7 @@ export class Archive {
     if (this.settings.enabled) {
       // A clip-archive batch summary joins the originals it stands for, in the compaction's batch.
       const own = r.extraBatches.filter((b) => b.label === r.label).flatMap((b) => b.items);
-      const items = [...archiveItems(r.input, replacements, r.label, r.redact), ...own];
+      const items = [...archiveItems(r.input, replacements, r.label, r.redact, r.newMemo.tools), ...own];
       if (items.length > 0) batches.push(batchOf(r.label, 0, r.start, r.end, items));
       batches.push(...r.extraBatches.filter((b) => b.label !== r.label));
     }

@@ -79,6 +79,7 @@ export function archiveItems(
   replacements: readonly Replacement[],
   label: string,
   redact: (text: string) => string,
+  edits: Readonly<Record<string, number>> = {},
 ): ArchivedItem[] {
   const items: ArchivedItem[] = [];
   const add = (item: Omit<ArchivedItem, 'label' | 'id'> & { id?: string }) =>
@@ -89,13 +90,29 @@ export function archiveItems(
     if (m.role === 'tool' || (toolCallId !== undefined && m.role === 'assistant')) {
       for (const part of toolResults(m)) {
         if (toolCallId !== undefined && part.toolCallId !== toolCallId) continue;
-        add(toolResultItem(part, position, kind));
+        const kept = keptChars(kind, toolCallId, position, edits);
+        const item = toolResultItem(part, position, kind);
+        // The head the prompt keeps is half of what the truncation kept, after the item's first line.
+        const cutAt = kept !== undefined ? item.text.indexOf('\n') + 1 + Math.ceil(kept / 2) : undefined;
+        add({ ...item, ...(cutAt !== undefined ? { cutAt } : {}) });
       }
       if (m.role === 'tool' || toolCallId !== undefined) continue;
     }
     add({ role: m.role, text: messageText(m), position, replaced: kind });
   }
   return items;
+}
+
+/** The characters a truncation kept, for a truncated tool output. */
+function keptChars(
+  kind: ReplacementKind,
+  toolCallId: string | undefined,
+  position: number,
+  edits: Readonly<Record<string, number>>,
+): number | undefined {
+  if (kind !== 'truncated' || toolCallId === undefined) return undefined;
+  const kept = edits[`${position}:${toolCallId}`];
+  return kept !== undefined && kept >= 0 ? kept : undefined;
 }
 
 function toolResultItem(part: ToolResultPart, position: number, replaced: ReplacementKind) {

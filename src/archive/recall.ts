@@ -71,7 +71,10 @@ export class RecallIndex {
         .search(query)
         .map((r) => ({ located: index.items[r.id as number] as Located, score: r.score, terms: r.terms }));
     }
-    return bounded(found.slice(0, limit), maxChars);
+    const unique = withoutRepeats(found);
+    const offset =
+      typeof options.offset === 'number' && Number.isFinite(options.offset) ? Math.max(0, Math.floor(options.offset)) : undefined;
+    return bounded(unique.slice(0, limit), maxChars, (term) => documentFrequency(index, term), offset);
   }
 
   private indexOf(sessionId: string, archive: SessionArchive): SearchIndex {
@@ -93,7 +96,10 @@ function searchOf(index: SearchIndex): Search {
   if (index.search) return index.search;
   const search: Search = new MiniSearch({
     fields: ['text', 'toolName', 'label', 'role'],
-    searchOptions: { prefix: true, fuzzy: 0.2, boost: { toolName: 2 } },
+    // No prefix expansion: `in` would match `invoice` and `ledger` every `ledger3fa`, burying the
+    // item that holds the exact word under look-alikes (measured in bench/survival). Near spellings
+    // still match (fuzzy).
+    searchOptions: { fuzzy: 0.2, boost: { toolName: 2 } },
   });
   search.addAll(
     index.items.map(({ item }, i) => ({
@@ -113,8 +119,32 @@ function clampInt(value: unknown, fallback: number, min: number, max: number): n
   return Math.min(max, Math.max(min, n));
 }
 
+/** How many archived items hold `term` (what makes a matched term worth centring a cut on). */
+function documentFrequency(index: SearchIndex, term: string): number {
+  return searchOf(index).search(term, { fuzzy: false, prefix: false }).length;
+}
+
+/**
+ * The same original archived twice (a tool output truncated by one compaction, replaced by a
+ * placeholder in the next) is returned once, its newest copy's place kept.
+ */
+function withoutRepeats<T extends { located: Located }>(found: T[]): T[] {
+  const seen = new Set<string>();
+  return found.filter(({ located: { item } }) => {
+    const key = `${item.id}\u0000${item.position}\u0000${item.text.length}\u0000${item.text.slice(0, 200)}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
 /** The items with their text shared fairly within `maxChars`: short ones whole, long ones cut around their match. */
-function bounded(found: Array<{ located: Located; score?: number; terms?: string[] }>, maxChars: number): RecalledItem[] {
+function bounded(
+  found: Array<{ located: Located; score?: number; terms?: string[] }>,
+  maxChars: number,
+  frequency: (term: string) => number,
+  offset: number | undefined,
+): RecalledItem[] {
   const share = new Map<number, number>();
   let left = maxChars;
   const bySize = found.map((f, i) => ({ i, chars: f.located.item.text.length })).sort((a, b) => a.chars - b.chars);
@@ -125,33 +155,60 @@ function bounded(found: Array<{ located: Located; score?: number; terms?: string
   });
   return found.map(({ located: { item, header }, score, terms }, i) => {
     const keep = share.get(i) ?? 0;
-    const truncated = item.text.length > keep;
+    // Where to read from: the offset asked for; for a truncated output found by id that does not
+    // fit whole, where the prompt's copy is cut (the part the model lacks); else around the match,
+    // or head and tail.
+    const cut = terms === undefined && item.cutAt !== undefined && item.text.length > keep ? item.cutAt : undefined;
+    const start = offset ?? cut;
+    const sliced = start !== undefined && (start > 0 || item.text.length > keep);
+    const text = sliced
+      ? windowAt(item.text, Math.min(start, item.text.length), keep)
+      : item.text.length > keep
+        ? around(item.text, rarestFirst(terms ?? [], frequency), keep)
+        : item.text;
     return {
       ...item,
-      text: truncated ? around(item.text, terms ?? [], keep) : item.text,
+      text,
       header,
       chars: item.text.length,
-      truncated,
+      truncated: text.length !== item.text.length || sliced,
+      offset: sliced ? Math.min(start, item.text.length) : 0,
       ...(score !== undefined ? { score } : {}),
     };
   });
 }
 
-/** About `max` characters of `text`: around the first place a matched term occurs, else its head and tail. */
+/** Matched terms, the rarest in the archive first: the one that singles this item out. */
+function rarestFirst(terms: readonly string[], frequency: (term: string) => number): string[] {
+  return terms
+    .filter((t) => t.length >= 2)
+    .map((t) => ({ t, n: frequency(t) }))
+    .sort((a, b) => a.n - b.n || b.t.length - a.t.length)
+    .map(({ t }) => t);
+}
+
+/**
+ * About `max` characters of `text`: around where the rarest matched term occurs (a common word
+ * such as `error` would centre the cut on the wrong place), else its head and tail.
+ */
 function around(text: string, terms: readonly string[], max: number): string {
   const lower = text.toLowerCase();
   let at = -1;
   for (const term of terms) {
-    if (term.length < 2) continue;
-    const i = lower.indexOf(term.toLowerCase());
-    if (i >= 0 && (at < 0 || i < at)) at = i;
+    at = lower.indexOf(term.toLowerCase());
+    if (at >= 0) break;
   }
   if (at < 0 || at < max / 2) return clipMiddle(text, max);
   // The match with a third of the room before it: what led to it, and more of what follows.
-  const start = Math.max(0, Math.min(at - Math.floor(max / 3), text.length - max));
-  const body = safeTail(safeHead(text, start + max), max);
+  return windowAt(text, Math.max(0, Math.min(at - Math.floor(max / 3), text.length - max)), max);
+}
+
+/** `max` characters of `text` from `start`, with markers saying how much is before and after (and how to read on). */
+function windowAt(text: string, start: number, max: number): string {
+  const body = safeTail(safeHead(text, start + max), Math.min(max, text.length - start));
   const before = start > 0 ? `[... ${formatCount(start)} characters before ...]\n` : '';
   const rest = text.length - start - body.length;
-  const after = rest > 0 ? `\n[... ${formatCount(rest)} characters after ...]` : '';
+  const after =
+    rest > 0 ? `\n[... ${formatCount(rest)} characters after: recall with offset ${start + body.length} to read on ...]` : '';
   return `${before}${body}${after}`;
 }

@@ -26,6 +26,11 @@ export interface ArchivedItem {
   position: number;
   /** How the compaction replaced it. */
   replaced: ReplacementKind;
+  /**
+   * A truncated tool output: where in `text` the prompt's copy is cut (its head ends). A recall by
+   * id starts there, with the part the prompt lacks.
+   */
+  cutAt?: number;
 }
 
 /** What `guard.recall` returns: the item, its batch's header, and whether its text was shortened to fit. */
@@ -35,6 +40,8 @@ export interface RecalledItem extends ArchivedItem {
   /** Characters of the archived text; `text` is shorter when `truncated`. */
   chars: number;
   truncated: boolean;
+  /** Where `text` starts in the archived text (0 unless an `offset` was asked for or a truncated output's middle is returned). */
+  offset: number;
   /** Relevance of a query match (higher is better); absent for a lookup by id. */
   score?: number;
 }
@@ -48,6 +55,11 @@ export interface RecallOptions {
   limit?: number;
   /** Most characters of text returned in all (long items are cut around what matched). Default: the `archive.recallMaxChars` option. */
   maxChars?: number;
+  /**
+   * Read each item's text from this character on (paging through a long output found by id).
+   * Without it, a truncated tool output recalled by id starts where the prompt's copy of it is cut.
+   */
+  offset?: number;
 }
 
 /** One archived batch: what one compaction (or one clip-archive re-summarization) took out of the prompt. */

@@ -167,7 +167,7 @@ describe('recall', () => {
     const small = await guard.recall('s', { query: 'ERR_LEDGER_7731', limit: 1, maxChars: 300 });
     expect(small[0]?.truncated).toBe(true);
     expect(small[0]?.text).toContain('ERR_LEDGER_7731');
-    expect(small[0]?.text.length).toBeLessThan(400);
+    expect(small[0]?.text.length).toBeLessThan(460);
     expect(small[0]?.chars).toBeGreaterThan(3_000);
     // The default bound is about a tenth of the window.
     const bounded = await guard.recall('s', { query: 'module compiles', limit: 50 });
@@ -364,5 +364,34 @@ describe('clip-archive', () => {
         `TCK-${1000 + i}`,
       ).toBe(true);
     }
+  });
+});
+
+describe('recall of a long output by id', () => {
+  it('starts where the prompt cut it, pages on with offset, and keeps a recallMaxChars below the window share', async () => {
+    const { guard } = setup({ archive: { recallMaxChars: 300 } });
+    const marks = Array.from({ length: 200 }, (_, k) => `<mark ${k}> ${filler(`part ${k}`, 150)}`).join('\n');
+    const messages: GuardMessage[] = [
+      system('You are a coding agent.'),
+      user('Read the log.'),
+      ...toolStep('log_1', { path: 'build.log' }, marks),
+      assistant('Read it.'),
+      user('What failed?'),
+    ];
+    const r = await guard.beforeModel({ sessionId: 's', messages });
+    expect(r.compaction?.truncatedToolResults).toBe(1);
+    const sent = JSON.stringify(r.messages);
+    const [first] = await guard.recall('s', { id: 'log_1' });
+    expect(first?.text.length).toBeLessThan(300 + 140);
+    // The part the prompt lacks: a mark that is not in the prompt, right where its copy is cut.
+    expect(first?.offset).toBeGreaterThan(0);
+    const shownMark = /<mark (\d+)>/.exec(first?.text ?? '')?.[1];
+    expect(shownMark).toBeDefined();
+    expect(sent).not.toContain(`<mark ${shownMark}>`);
+    const next = Number(/recall with offset (\d+) to read on/.exec(first?.text ?? '')?.[1]);
+    expect(next).toBe((first?.offset ?? 0) + 300);
+    const [second] = await guard.recall('s', { id: 'log_1', offset: next });
+    expect(second?.offset).toBe(next);
+    expect(second?.text).toContain(marks.slice(next - 'read_file returned:\n'.length, next - 'read_file returned:\n'.length + 100));
   });
 });

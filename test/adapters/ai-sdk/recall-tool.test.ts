@@ -141,7 +141,7 @@ describe('recallTool (ai 7)', () => {
     expect(answer.length).toBeLessThan(3_200 + 600);
   });
 
-  it('by id alone, a long output comes back head and tail, with the way to its middle: id and query', async () => {
+  it('by id alone, a long truncated output comes back from where the prompt cuts it, with the offset to read on', async () => {
     const recall = [
       { toolName: 'recall_context', input: { id: FACT_CALL }, toolCallId: 'recall-1' },
       { toolName: 'recall_context', input: { id: FACT_CALL, query: 'ZEBRA PELICAN vault' }, toolCallId: 'recall-2' },
@@ -151,7 +151,9 @@ describe('recallTool (ai 7)', () => {
 
     const { after } = recallCalls(mock);
     const byId = toolOutput(after, 'recall-1');
-    expect(byId).toMatch(/· 12,\d{3} chars, head and tail shown: add a `query` with words of the part you need/);
+    // The part the prompt's copy lacks: it starts after the head the truncation kept.
+    expect(byId).toMatch(/· 12,\d{3} chars, from character [\d,]+\]\n\[\.\.\. [\d,]+ characters before \.\.\.\]/);
+    expect(byId).toMatch(/characters after: recall with offset \d+ to read on/);
     const both = toolOutput(after, 'recall-2');
     expect(both).toMatch(/^1 archived item for id "read-fact" and query "ZEBRA PELICAN vault"/);
     expect(both).toContain('cut around the match]');
