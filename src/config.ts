@@ -148,6 +148,11 @@ export const optionsSchema = z.strictObject({
         z.literal(false),
         z.strictObject({
           maxChars: z.number().int('expected a whole number of characters').positive('expected at least 1').optional(),
+          maxTotalChars: z
+            .number()
+            .int('expected a whole number of characters')
+            .positive('expected at least 1')
+            .optional(),
           recallMaxChars: z
             .number()
             .int('expected a whole number of characters')
@@ -155,7 +160,7 @@ export const optionsSchema = z.strictObject({
             .optional(),
         }),
       ],
-      { error: 'expected false or an object { maxChars?, recallMaxChars? }' },
+      { error: 'expected false or an object { maxChars?, maxTotalChars?, recallMaxChars? }' },
     )
     .optional(),
   keepUserMessagesTokens: z
@@ -299,6 +304,12 @@ export interface ArchiveOptions {
   /** Characters of archived originals kept per session; the oldest batches are evicted beyond it. Default 2,000,000. */
   maxChars?: number;
   /**
+   * Without a `store` (archives in this process's memory): characters of all sessions' archives
+   * together; the least recently used session's archive is dropped beyond it (an `archive-evicted`
+   * event). Default 100,000,000. A store such as Redis bounds archives by its TTL instead.
+   */
+  maxTotalChars?: number;
+  /**
    * Most characters one recall returns, all items together (long items are cut around what
    * matched). Default 16,000, and at most 40% of the session's window in characters (about a tenth
    * of it in tokens).
@@ -385,7 +396,7 @@ export interface ResolvedOptions {
   fileOps: false | FileOpsConfig;
   beforeCompact: BeforeCompactHook | undefined;
   afterCompact: AfterCompactHook | undefined;
-  archive: { enabled: boolean; maxChars: number; recallMaxChars: number };
+  archive: { enabled: boolean; maxChars: number; maxTotalChars: number; recallMaxChars: number };
   keepUserMessagesTokens: number | undefined;
   clipArchive: { first: number; last: number; buffer: number } | undefined;
 }
@@ -411,6 +422,7 @@ export const DEFAULTS = {
   compactionTimeoutMs: 60_000,
   circuitBreaker: { failures: 3, cooldownMs: 5 * 60_000 },
   archiveMaxChars: 2_000_000,
+  archiveMaxTotalChars: 100_000_000,
   recallMaxChars: 16_000,
   /** Recall answers are at most this share of the window (in characters, ~4 per token): about a tenth of it. */
   recallWindowChars: 0.4,
@@ -575,6 +587,7 @@ export function resolveOptions(input: unknown): ResolvedOptions {
     archive: {
       enabled: o.archive !== false,
       maxChars: (o.archive || undefined)?.maxChars ?? DEFAULTS.archiveMaxChars,
+      maxTotalChars: (o.archive || undefined)?.maxTotalChars ?? DEFAULTS.archiveMaxTotalChars,
       recallMaxChars: (o.archive || undefined)?.recallMaxChars ?? DEFAULTS.recallMaxChars,
     },
     keepUserMessagesTokens: o.keepUserMessagesTokens,

@@ -124,7 +124,12 @@ describe('lossless compaction defaults', () => {
   });
 
   it('archives by default, 2,000,000 characters per session, recall answers of 16,000', () => {
-    expect(resolveOptions({}).archive).toEqual({ enabled: true, maxChars: 2_000_000, recallMaxChars: 16_000 });
+    expect(resolveOptions({}).archive).toEqual({
+      enabled: true,
+      maxChars: 2_000_000,
+      maxTotalChars: 100_000_000,
+      recallMaxChars: 16_000,
+    });
     expect(resolveOptions({ archive: false }).archive.enabled).toBe(false);
     expect(resolveOptions({ clipArchive: { first: 1, last: 3 } }).clipArchive).toEqual({ first: 1, last: 3, buffer: 2 });
   });

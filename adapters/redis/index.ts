@@ -4,7 +4,11 @@
 // re-applies its change, so two processes never lose each other's calibration or summary. The
 // compaction lock is a key set with NX and an expiry, released only by its holder.
 import type { Redis, RedisOptions } from 'ioredis';
+import { archiveKey } from '../../src/archive/store.ts';
 import type { SessionState, StateStore } from '../../src/index.ts';
+
+/** Keys of session archives (see src/archive/store.ts) start with this. */
+const ARCHIVE_PREFIX = archiveKey('');
 
 export interface RedisStoreOptions {
   /** An existing ioredis client (the store does not close it). */
@@ -30,8 +34,10 @@ interface Envelope {
   s: SessionState;
 }
 
-// KEYS[1] = state key; ARGV = expected version, new JSON, ttl seconds. Writes only when the stored
-// version is the expected one (0 = absent), so a read-modify-write cannot overwrite a newer write.
+// KEYS[1] = state key, KEYS[2] (optional) = the session's archive key; ARGV = expected version, new
+// JSON, ttl seconds. Writes only when the stored version is the expected one (0 = absent), so a
+// read-modify-write cannot overwrite a newer write. A session's write renews its archive's TTL too:
+// the archive is written only at compactions, and must live as long as the session it belongs to.
 const COMPARE_AND_SET = `
 local current = redis.call('GET', KEYS[1])
 local version = 0
@@ -42,6 +48,7 @@ end
 if version ~= tonumber(ARGV[1]) then return 0 end
 if tonumber(ARGV[3]) > 0 then
   redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
+  if #KEYS > 1 then redis.call('EXPIRE', KEYS[2], ARGV[3]) end
 else
   redis.call('SET', KEYS[1], ARGV[2])
 end
@@ -135,10 +142,12 @@ export class RedisStore implements StateStore<SessionState> {
       const version = current?.v ?? 0;
       const next = fn(current?.s);
       const json = JSON.stringify({ v: version + 1, s: next } satisfies Envelope);
+      const companion = sessionId.startsWith(ARCHIVE_PREFIX) ? [] : [this.key(archiveKey(sessionId))];
       const written = (await client.eval(
         COMPARE_AND_SET,
-        1,
+        1 + companion.length,
         key,
+        ...companion,
         String(version),
         json,
         String(this.ttlSeconds),

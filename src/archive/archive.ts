@@ -33,6 +33,7 @@ export interface ArchiveSettings {
   /** False: no originals are kept (receipts still are). */
   enabled: boolean;
   maxChars: number;
+  maxTotalChars: number;
   recallMaxChars: number;
 }
 
@@ -69,7 +70,14 @@ export class Archive {
     emit: (event: ContextGuardEvent) => void,
   ) {
     this.settings = settings;
-    this.store = new ArchiveStore({ store, maxSessions, call, maxChars: settings.enabled ? settings.maxChars : 0, emit });
+    this.store = new ArchiveStore({
+      store,
+      maxSessions,
+      maxTotalChars: settings.maxTotalChars,
+      call,
+      maxChars: settings.enabled ? settings.maxChars : 0,
+      emit,
+    });
     this.index = new RecallIndex(maxSessions);
   }
 

@@ -5,7 +5,6 @@
 // evicted first. Every failure and eviction is an event, never an exception into the agent.
 import type { ArchiveDeferredEvent, ArchiveEvictedEvent, ArchiveWrittenEvent, StoreFailedEvent } from '../events.ts';
 import type { StoreOutcome } from '../state/repository.ts';
-import { MemoryStore } from '../state/memory.ts';
 import type { StateStore } from '../state/store.ts';
 import type { ArchiveBatch, CompactionReceipt, SessionArchive } from './types.ts';
 
@@ -22,10 +21,66 @@ function isArchive(value: unknown): value is SessionArchive {
   return typeof a === 'object' && a !== null && Array.isArray(a.batches) && Array.isArray(a.receipts);
 }
 
+/**
+ * The default, in-memory home of archives: least recently used sessions' archives are dropped
+ * beyond `maxSessions` or `maxTotalChars` in all, so a server with many long sessions keeps a
+ * bounded footprint (a store such as Redis keeps them with a TTL instead).
+ */
+export class MemoryArchives implements StateStore<unknown> {
+  private readonly entries = new Map<string, { value: SessionArchive; chars: number }>();
+  private total = 0;
+  private readonly maxSessions: number;
+  private readonly maxTotalChars: number;
+  private readonly onEvict: (key: string, archive: SessionArchive) => void;
+
+  constructor(maxSessions: number, maxTotalChars: number, onEvict: (key: string, archive: SessionArchive) => void) {
+    this.maxSessions = maxSessions;
+    this.maxTotalChars = maxTotalChars;
+    this.onEvict = onEvict;
+  }
+
+  /** Characters of archived text held, all sessions together. */
+  get chars(): number {
+    return this.total;
+  }
+
+  async get(key: string): Promise<unknown> {
+    const entry = this.entries.get(key);
+    if (!entry) return undefined;
+    this.entries.delete(key);
+    this.entries.set(key, entry);
+    return entry.value;
+  }
+
+  async set(key: string, value: unknown): Promise<void> {
+    if (!isArchive(value)) return;
+    await this.delete(key);
+    const chars = value.batches.reduce((n, b) => n + b.chars, 0);
+    this.entries.set(key, { value, chars });
+    this.total += chars;
+    // The oldest sessions go first; the one just written stays even when it alone is over.
+    while (this.entries.size > 1 && (this.total > this.maxTotalChars || this.entries.size > this.maxSessions)) {
+      const [oldest, entry] = this.entries.entries().next().value as [string, { value: SessionArchive; chars: number }];
+      this.entries.delete(oldest);
+      this.total -= entry.chars;
+      this.onEvict(oldest, entry.value);
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    const entry = this.entries.get(key);
+    if (!entry) return;
+    this.entries.delete(key);
+    this.total -= entry.chars;
+  }
+}
+
 export interface ArchiveStoreOptions {
   /** The user's store; undefined: an in-memory one. */
   store: StateStore<unknown> | undefined;
   maxSessions: number;
+  /** The in-memory default's bound on all sessions' archives together. */
+  maxTotalChars: number;
   /** Runs a store operation with the session repository's rules: its timeout, its events, a failing store skipped for the rest of the call. */
   call: <T>(sessionId: string, operation: StoreFailedEvent['operation'], run: () => Promise<T>) => Promise<StoreOutcome<T>>;
   /** Characters of archived text kept per session; 0 when the archive is off (receipts only). */
@@ -46,7 +101,14 @@ export class ArchiveStore {
 
   constructor(options: ArchiveStoreOptions) {
     this.options = options;
-    this.store = options.store ?? new MemoryStore<unknown>({ maxSessions: options.maxSessions });
+    this.store =
+      options.store ??
+      new MemoryArchives(options.maxSessions, options.maxTotalChars, (key, archive) => {
+        const labels = archive.batches.map((b) => b.label);
+        if (labels.length === 0) return;
+        const chars = archive.batches.reduce((n, b) => n + b.chars, 0);
+        options.emit({ type: 'archive-evicted', sessionId: key.slice(archiveKey('').length), labels, chars });
+      });
   }
 
   hasPending(sessionId: string): boolean {

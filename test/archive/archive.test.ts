@@ -395,3 +395,17 @@ describe('recall of a long output by id', () => {
     expect(second?.text).toContain(marks.slice(next - 'read_file returned:\n'.length, next - 'read_file returned:\n'.length + 100));
   });
 });
+
+describe('the in-memory archive', () => {
+  it('drops the least recently used session beyond archive.maxTotalChars, with an event naming it', async () => {
+    const { guard, ev } = setup({ archive: { maxTotalChars: 30_000 } });
+    for (const id of ['a', 'b', 'c', 'd']) {
+      const r = await guard.beforeModel({ sessionId: id, messages: session(8) });
+      expect(r.compaction).toBeDefined();
+    }
+    const evicted = ev.of('archive-evicted');
+    expect(evicted.map((e) => e.sessionId)).toContain('a');
+    expect(await guard.recall('a', { query: 'ERR_LEDGER_7731' })).toEqual([]);
+    expect((await guard.recall('d', { query: 'ERR_LEDGER_7731' }))[0]?.text).toContain('ERR_LEDGER_7731');
+  });
+});

@@ -2,8 +2,9 @@
 // under contention from many connections, the compaction lock, and corrupt values.
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { archiveKey } from '../../../src/archive/store.ts';
 import { RedisStore } from '../../../adapters/redis/index.ts';
-import type { SessionState } from '../../../src/index.ts';
+import type { SessionState, StateStore } from '../../../src/index.ts';
 import { deletePrefix, skipRedisTests, startRedis, uniquePrefix, type RedisHandle } from './server.ts';
 
 const skip = skipRedisTests('test/adapters/redis/redis-store.test.ts');
@@ -96,6 +97,18 @@ describe.skipIf(skip)('RedisStore', () => {
     const forever = open({ ttlSeconds: 0 });
     await forever.set('forever', state(1));
     expect(await raw.pttl(`${prefix}s:forever`)).toBe(-1);
+  });
+
+  it("renews the session's archive TTL with every write of the session (the archive is written only at compactions)", async () => {
+    const store = open({ ttlSeconds: 100 });
+    const archived = `${prefix}s:${archiveKey('kept')}`;
+    await (store as unknown as StateStore<unknown>).set(archiveKey('kept'), { version: 1, batches: [], receipts: [], evicted: 0 });
+    await raw.pexpire(archived, 5_000);
+    await store.update('kept', (s) => ({ ...(s ?? state(0)), calls: (s?.calls ?? 0) + 1 }));
+    expect(await raw.pttl(archived)).toBeGreaterThan(95_000);
+    // An archive's own write does not touch anything else; a session without an archive creates none.
+    await store.set('alone', state(1));
+    expect(await raw.exists(`${prefix}s:${archiveKey('alone')}`)).toBe(0);
   });
 
   it('lets a session expire after its TTL', async () => {
