@@ -31,6 +31,8 @@ export interface SummaryMemo {
   /** The summary text without its file list: the previous summary of the next update. */
   text: string;
   fileOps?: FileOps;
+  /** The user's instruction sentences kept verbatim under the summary (see instructions.ts). */
+  instructions?: string[];
 }
 
 /** A clip-archive summary batch: one compaction's summary (depth 0), or several merged (depth + 1). */

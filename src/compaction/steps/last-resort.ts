@@ -51,6 +51,7 @@ function smallestPrompt(w: Work): void {
     messages: [],
     text,
     ...(memo.summary?.fileOps ? { fileOps: memo.summary.fileOps } : {}),
+    ...(memo.summary?.instructions ? { instructions: memo.summary.instructions } : {}),
   };
 }
 

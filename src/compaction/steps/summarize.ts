@@ -22,6 +22,7 @@ import {
 } from '../placement.ts';
 import { leadingSystemCount, unitsOf, type Unit } from '../structure.ts';
 import { clipArchiveBatches } from '../clip-archive.ts';
+import { collectInstructions, renderInstructions } from '../instructions.ts';
 import type { CompactionStep } from '../types.ts';
 import type { Work } from '../work.ts';
 
@@ -83,6 +84,8 @@ interface Gathered {
   contextOnly: number;
   previousSummary: string | undefined;
   previousFileOps: FileOps | undefined;
+  /** The user's instructions kept under the previous summary. */
+  previousInstructions: string[] | undefined;
 }
 
 /** What the summary stands for, and what stays verbatim before it. */
@@ -108,6 +111,7 @@ function gather(w: Work, from: number, cut: number): Gathered {
     contextOnly: 0,
     previousSummary: memo.summary?.text,
     previousFileOps: memo.summary?.fileOps,
+    previousInstructions: memo.summary?.instructions,
   };
   // The summarizer reads the messages as the host wrote them, not the placeholders and truncations
   // of earlier prunes (its transcript clips each tool result on its own): what was pruned to save
@@ -193,6 +197,9 @@ function carryUserMessages(g: Gathered, candidates: Candidate[], budget: number)
   g.toSummarize = [...dropped.map((c) => c.message), ...g.toSummarize.filter((_, k) => !skip.has(k))];
 }
 
+/** Share of the summary's budget the user's instructions may take under it. */
+const INSTRUCTIONS_SHARE = 0.25;
+
 /** The line under a summary that tells the model where the messages it replaced went. */
 export function archiveFooter(label: string, count: number): string {
   return `[Archived: the ${count} message${count === 1 ? '' : 's'} this summary replaced are in archive batch "${label}", earlier ones in earlier batches. The recall tool finds them by query or by that label.]`;
@@ -207,8 +214,18 @@ async function writeSummary(w: Work, cut: number, g: Gathered): Promise<Compacti
   // up to the threshold.
   const rest = w.cur.tokens - g.summarizedTokens;
   const clip = s.clipArchive ? clipArchiveBatches(w, g.previousSummary) : undefined;
-  // Clip-archive: a batch summary of its own (no rolling update); the batches shown beside it take room.
-  const shown = clip ? clip.shownChars * p.tokensPerChar : 0;
+  // The user's instructions, verbatim, whoever writes the summary (the request stays in the prompt).
+  const latest = request >= 0 ? p.input[request] : undefined;
+  const instructions = collectInstructions(
+    g.previousInstructions,
+    g.toSummarize.filter((m) => m !== latest),
+    Math.floor((INSTRUCTIONS_SHARE * s.maxSummaryTokens) / p.tokensPerChar),
+    p.redact,
+  );
+  const instructionsFooter = renderInstructions(instructions);
+  // Clip-archive: a batch summary of its own (no rolling update); the batches shown beside it take
+  // room, and so does the instructions footer.
+  const shown = ((clip?.shownChars ?? 0) + instructionsFooter.length) * p.tokensPerChar;
   const outcome = await p.summarize(
     g.toSummarize,
     clip ? undefined : g.previousSummary,
@@ -223,7 +240,11 @@ async function writeSummary(w: Work, cut: number, g: Gathered): Promise<Compacti
   const text = clip
     ? await clip.render(outcome.text.trim(), summarized)
     : outcome.text.trim();
-  const footers = [fileOps ? renderFileOpsFooter(fileOps) : '', p.archive && !clip ? archiveFooter(p.archive.label, summarized) : ''];
+  const footers = [
+    instructionsFooter,
+    fileOps ? renderFileOpsFooter(fileOps) : '',
+    p.archive && !clip ? archiveFooter(p.archive.label, summarized) : '',
+  ];
   const footer = footers.filter((f) => f.length > 0).join('\n\n');
   const body = footer ? `${text}\n\n${footer}` : text;
 
@@ -244,6 +265,7 @@ async function writeSummary(w: Work, cut: number, g: Gathered): Promise<Compacti
     ...(requestKept ? {} : { request, after }),
     text,
     ...(fileOps ? { fileOps } : {}),
+    ...(instructions.length > 0 ? { instructions } : {}),
   };
 
   stats.summarized += g.toSummarize.length - g.contextOnly;

@@ -1,0 +1,130 @@
+// What the user told the agent to do or not to do is what a summary must never lose, and what a
+// weak summarizer (or the mechanical digest, which keeps the first 200 characters of a message)
+// loses first when the instruction comes after a pasted log. So the guard itself keeps the user's
+// instruction sentences, verbatim, in a footer under every summary it writes, whoever wrote the
+// summary: sentences of the summarized user messages that carry a directive word (never, always,
+// must, don't, avoid, ...), outside code blocks and code-like lines. Bounded: the newest are kept.
+import type { GuardMessage } from '../messages.ts';
+import { userContentText } from './text.ts';
+
+/** Words that make a sentence an instruction (lower case; `do not` and `make sure` as two words). */
+const DIRECTIVES = new Set([
+  'never',
+  'always',
+  'must',
+  'mustn’t',
+  "mustn't",
+  'don’t',
+  "don't",
+  'dont',
+  'avoid',
+  'ensure',
+  'should',
+  "shouldn't",
+  'shouldn’t',
+  'prefer',
+  'instead',
+  'remember',
+  'important',
+  'required',
+  'require',
+  'constraint',
+  'forbidden',
+  'cannot',
+  "can't",
+  'can’t',
+  'only',
+  'please',
+]);
+const PAIRS = [
+  ['do', 'not'],
+  ['make', 'sure'],
+  ['no', 'longer'],
+  ['from', 'now'],
+];
+
+/** Longest note kept whole: an instruction is a sentence, not a paragraph. */
+const MAX_NOTE_CHARS = 300;
+/** At most this many notes are taken from one message (a pasted style guide is not a list of instructions). */
+const MAX_NOTES_PER_MESSAGE = 6;
+
+const FOOTER_OPEN = "[The user's instructions, verbatim, from the messages summarized so far:]";
+
+function isDirective(sentence: string): boolean {
+  const words = sentence.toLowerCase().split(/[^\p{L}'’]+/u);
+  for (let i = 0; i < words.length; i++) {
+    const w = words[i] as string;
+    if (DIRECTIVES.has(w)) return true;
+    for (const [a, b] of PAIRS) if (w === a && words[i + 1] === b) return true;
+  }
+  return false;
+}
+
+/** A line that reads as code or a log, not as something the user wrote to the agent. */
+function looksLikeCode(line: string): boolean {
+  const t = line.trim();
+  return (
+    /^( {4}|\t)/.test(line) ||
+    /[{};]$/.test(t) ||
+    /^(import|export|const|let|var|function|return|class|def|if|for|while|at|#include)\b/.test(t) ||
+    /^[\w.]+(Error|Exception)\b/.test(t) ||
+    /^\[?\d{4}-\d\d-\d\d/.test(t)
+  );
+}
+
+/** The instruction sentences of one user message, in order. */
+export function instructionsOf(message: GuardMessage): string[] {
+  if (message.role !== 'user') return [];
+  const text = userContentText(message.content);
+  const notes: string[] = [];
+  let fenced = false;
+  for (const line of text.split('\n')) {
+    if (line.trimStart().startsWith('```')) {
+      fenced = !fenced;
+      continue;
+    }
+    if (fenced || looksLikeCode(line)) continue;
+    for (const raw of line.split(/(?<=[.!?])\s+/)) {
+      const sentence = raw.trim();
+      if (sentence.length < 8 || !isDirective(sentence)) continue;
+      notes.push(sentence.length > MAX_NOTE_CHARS ? `${sentence.slice(0, MAX_NOTE_CHARS)}…` : sentence);
+      if (notes.length >= MAX_NOTES_PER_MESSAGE) return notes;
+    }
+  }
+  return notes;
+}
+
+/**
+ * The notes so far with those of `messages` added: each once, the newest kept within `maxChars`
+ * (the oldest dropped first; they stay in the archive).
+ */
+export function collectInstructions(
+  previous: readonly string[] | undefined,
+  messages: readonly GuardMessage[],
+  maxChars: number,
+  redact: (text: string) => string,
+): string[] {
+  const all = [...(previous ?? []), ...messages.flatMap(instructionsOf).map(redact)];
+  const seen = new Set<string>();
+  const unique: string[] = [];
+  for (let i = all.length - 1; i >= 0; i--) {
+    const note = all[i] as string;
+    const key = note.toLowerCase();
+    if (seen.has(key)) continue;
+    seen.add(key);
+    unique.push(note);
+  }
+  const kept: string[] = [];
+  let used = FOOTER_OPEN.length;
+  for (const note of unique) {
+    if (used + note.length + 3 > maxChars) break;
+    used += note.length + 3;
+    kept.push(note);
+  }
+  return kept.reverse();
+}
+
+/** The footer under a summary; empty when there are no notes. */
+export function renderInstructions(notes: readonly string[]): string {
+  return notes.length === 0 ? '' : `${FOOTER_OPEN}\n${notes.map((n) => `- ${n}`).join('\n')}`;
+}
