@@ -485,6 +485,12 @@ async function main(): Promise<void> {
           .map(([n, what]) => `${n} ${what}`)
           .join(', ')}`,
   );
+  const withinBound = missed - reasons.evicted;
+  console.log(
+    withinBound === 0
+      ? 'within the archive bound: every fact gone from the prompt and still archived was found by recall (100%)'
+      : `WITHIN THE ARCHIVE BOUND, RECALL MISSED ${withinBound} (outranked, cut or never archived)`,
+  );
   const misses = rows.flatMap((r) =>
     r.misses.map((m) => ({ ...m, row: `${windowLabel(r.window)} ${r.shape} ${r.summarizer}` })),
   );

@@ -100,6 +100,7 @@ function searchOf(index: SearchIndex): Search {
     // item that holds the exact word under look-alikes (measured in bench/survival). Near spellings
     // still match (fuzzy).
     searchOptions: { fuzzy: 0.2, boost: { toolName: 2 } },
+    tokenize,
   });
   search.addAll(
     index.items.map(({ item }, i) => ({
@@ -119,9 +120,43 @@ function clampInt(value: unknown, fallback: number, min: number, max: number): n
   return Math.min(max, Math.max(min, n));
 }
 
-/** How many archived items hold `term` (what makes a matched term worth centring a cut on). */
+/** Characters that end a word (a path, an identifier and a dotted name stay one word). */
+const WORD_BREAK = /[\s"'`()[\]{}<>,;:!?=|*&^%$#@~+]+/u;
+const isEdge = (ch: string) => ch === '.' || ch === '_' || ch === '-' || ch === '/' || ch === '\\';
+
+/**
+ * Words as written (`src/billing/invoice_9f3a.ts`, `ORD-448213`) and their parts at each level:
+ * path segments (`invoice_9f3a.ts`), dotted pieces (`invoice_9f3a`), and the words joined by `_`
+ * or `-` (`invoice`, `9f3a`). A query that names an identifier whole matches it exactly, the
+ * rarest term of all, and one that names a part still matches. Linear: splits, no backtracking.
+ */
+export function tokenize(text: string): string[] {
+  const out: string[] = [];
+  const add = (parts: string[], word: string) => {
+    for (const part of parts) if (part && part !== word) out.push(part);
+  };
+  for (const raw of text.split(WORD_BREAK)) {
+    let a = 0;
+    let b = raw.length;
+    while (a < b && isEdge(raw[a] as string)) a++;
+    while (b > a && isEdge(raw[b - 1] as string)) b--;
+    if (a === b) continue;
+    const word = raw.slice(a, b);
+    out.push(word);
+    for (const segment of word.split(/[/\\]+/)) {
+      if (segment !== word) out.push(segment);
+      for (const piece of segment.split('.')) {
+        if (piece !== segment) out.push(piece);
+        add(piece.split(/[_-]+/), piece);
+      }
+    }
+  }
+  return out.filter((t) => t.length > 0);
+}
+
+/** How many archived items hold `term` as a word (what makes a matched term worth centring a cut on). */
 function documentFrequency(index: SearchIndex, term: string): number {
-  return searchOf(index).search(term, { fuzzy: false, prefix: false }).length;
+  return searchOf(index).search(term, { fuzzy: false, prefix: false, tokenize: (t) => [t] }).length;
 }
 
 /**
@@ -164,7 +199,7 @@ function bounded(
     const text = sliced
       ? windowAt(item.text, Math.min(start, item.text.length), keep)
       : item.text.length > keep
-        ? around(item.text, rarestFirst(terms ?? [], frequency), keep)
+        ? around(item.text, weighted(terms ?? [], frequency), keep)
         : item.text;
     return {
       ...item,
@@ -178,29 +213,52 @@ function bounded(
   });
 }
 
-/** Matched terms, the rarest in the archive first: the one that singles this item out. */
-function rarestFirst(terms: readonly string[], frequency: (term: string) => number): string[] {
-  return terms
-    .filter((t) => t.length >= 2)
-    .map((t) => ({ t, n: frequency(t) }))
-    .sort((a, b) => a.n - b.n || b.t.length - a.t.length)
-    .map(({ t }) => t);
+/** Matched terms weighed by rarity in the archive: a term in every item says nothing about where to look. */
+function weighted(terms: readonly string[], frequency: (term: string) => number): Array<{ term: string; weight: number }> {
+  return terms.filter((t) => t.length >= 2).map((term) => ({ term: term.toLowerCase(), weight: 1 / (1 + frequency(term)) }));
 }
 
+/** Occurrences looked at per term: enough to find where terms meet, bounded on huge texts. */
+const MAX_OCCURRENCES = 200;
+
 /**
- * About `max` characters of `text`: around where the rarest matched term occurs (a common word
- * such as `error` would centre the cut on the wrong place), else its head and tail.
+ * About `max` characters of `text`: the stretch where the matched terms weigh most together (the
+ * rarest ones, ideally side by side; a common word such as `error` early in the text would centre
+ * the cut on the wrong place), else its head and tail.
  */
-function around(text: string, terms: readonly string[], max: number): string {
+function around(text: string, terms: ReadonlyArray<{ term: string; weight: number }>, max: number): string {
   const lower = text.toLowerCase();
-  let at = -1;
-  for (const term of terms) {
-    at = lower.indexOf(term.toLowerCase());
-    if (at >= 0) break;
+  const hits: Array<{ at: number; k: number }> = [];
+  terms.forEach(({ term }, k) => {
+    for (let i = lower.indexOf(term), n = 0; i >= 0 && n < MAX_OCCURRENCES; i = lower.indexOf(term, i + 1), n++)
+      hits.push({ at: i, k });
+  });
+  if (hits.length === 0) return clipMiddle(text, max);
+  hits.sort((a, b) => a.at - b.at);
+  // Two pointers over the hits: the span of two thirds of the room whose distinct terms weigh most.
+  const span = Math.max(1, Math.floor((2 * max) / 3));
+  const count = new Array<number>(terms.length).fill(0);
+  let score = 0;
+  let best = -1;
+  let bestAt = 0;
+  for (let lo = 0, hi = 0; lo < hits.length; lo++) {
+    while (hi < hits.length && (hits[hi] as { at: number }).at < (hits[lo] as { at: number }).at + span) {
+      const k = (hits[hi] as { k: number }).k;
+      count[k] = (count[k] ?? 0) + 1;
+      if (count[k] === 1) score += (terms[k] as { weight: number }).weight;
+      hi++;
+    }
+    if (score > best) {
+      best = score;
+      bestAt = (hits[lo] as { at: number }).at;
+    }
+    const k = (hits[lo] as { k: number }).k;
+    count[k] = (count[k] ?? 1) - 1;
+    if (count[k] === 0) score -= (terms[k] as { weight: number }).weight;
   }
-  if (at < 0 || at < max / 2) return clipMiddle(text, max);
-  // The match with a third of the room before it: what led to it, and more of what follows.
-  return windowAt(text, Math.max(0, Math.min(at - Math.floor(max / 3), text.length - max)), max);
+  if (bestAt + span <= max && text.length > max) return windowAt(text, 0, max);
+  // The stretch with a sixth of the room before it: what led to it, and what follows.
+  return windowAt(text, Math.max(0, Math.min(bestAt - Math.floor(max / 6), text.length - max)), max);
 }
 
 /** `max` characters of `text` from `start`, with markers saying how much is before and after (and how to read on). */

@@ -7,7 +7,11 @@
 import type { GuardMessage } from '../messages.ts';
 import { userContentText } from './text.ts';
 
-/** Words that make a sentence an instruction (lower case; `do not` and `make sure` as two words). */
+/**
+ * Words that make a sentence an instruction (lower case; `do not` and `make sure` as two words).
+ * Only strong ones: `should`, `only` or `please` are as common in plain prose as in instructions,
+ * and a footer full of prose would push the real instructions out of its budget.
+ */
 const DIRECTIVES = new Set([
   'never',
   'always',
@@ -19,22 +23,14 @@ const DIRECTIVES = new Set([
   'dont',
   'avoid',
   'ensure',
-  'should',
-  "shouldn't",
-  'shouldn’t',
-  'prefer',
-  'instead',
+  'keep',
   'remember',
   'important',
   'required',
-  'require',
-  'constraint',
   'forbidden',
   'cannot',
   "can't",
   'can’t',
-  'only',
-  'please',
 ]);
 const PAIRS = [
   ['do', 'not'],
@@ -50,14 +46,20 @@ const MAX_NOTES_PER_MESSAGE = 6;
 
 const FOOTER_OPEN = "[The user's instructions, verbatim, from the messages summarized so far:]";
 
-function isDirective(sentence: string): boolean {
+/** Words that mark a rule rather than a wish: a message's rules go before its other instructions. */
+const RULES = new Set(['never', 'always', 'must', "mustn't", 'mustn’t', "don't", 'don’t', 'dont', 'forbidden', 'avoid']);
+
+/** 0: not an instruction; 1: an instruction; 2: a rule (never, always, must, do not...). */
+function strength(sentence: string): number {
   const words = sentence.toLowerCase().split(/[^\p{L}'’]+/u);
+  let found = 0;
   for (let i = 0; i < words.length; i++) {
     const w = words[i] as string;
-    if (DIRECTIVES.has(w)) return true;
-    for (const [a, b] of PAIRS) if (w === a && words[i + 1] === b) return true;
+    if (RULES.has(w) || (w === 'do' && words[i + 1] === 'not')) return 2;
+    if (DIRECTIVES.has(w)) found = 1;
+    for (const [a, b] of PAIRS) if (w === a && words[i + 1] === b) found = 1;
   }
-  return false;
+  return found;
 }
 
 /** A line that reads as code or a log, not as something the user wrote to the agent. */
@@ -72,11 +74,12 @@ function looksLikeCode(line: string): boolean {
   );
 }
 
-/** The instruction sentences of one user message, in order. */
+/** The instruction sentences of one user message, each once, in order; rules first when there are too many. */
 export function instructionsOf(message: GuardMessage): string[] {
   if (message.role !== 'user') return [];
   const text = userContentText(message.content);
-  const notes: string[] = [];
+  const found: Array<{ note: string; strength: number; order: number }> = [];
+  const seen = new Set<string>();
   let fenced = false;
   for (const line of text.split('\n')) {
     if (line.trimStart().startsWith('```')) {
@@ -86,12 +89,20 @@ export function instructionsOf(message: GuardMessage): string[] {
     if (fenced || looksLikeCode(line)) continue;
     for (const raw of line.split(/(?<=[.!?])\s+/)) {
       const sentence = raw.trim();
-      if (sentence.length < 8 || !isDirective(sentence)) continue;
-      notes.push(sentence.length > MAX_NOTE_CHARS ? `${sentence.slice(0, MAX_NOTE_CHARS)}…` : sentence);
-      if (notes.length >= MAX_NOTES_PER_MESSAGE) return notes;
+      if (sentence.length < 8) continue;
+      const s = strength(sentence);
+      const key = sentence.toLowerCase();
+      if (s === 0 || seen.has(key)) continue;
+      seen.add(key);
+      const note = sentence.length > MAX_NOTE_CHARS ? `${sentence.slice(0, MAX_NOTE_CHARS)}…` : sentence;
+      found.push({ note, strength: s, order: found.length });
     }
   }
-  return notes;
+  return found
+    .sort((a, b) => b.strength - a.strength || a.order - b.order)
+    .slice(0, MAX_NOTES_PER_MESSAGE)
+    .sort((a, b) => a.order - b.order)
+    .map((f) => f.note);
 }
 
 /**

@@ -25,19 +25,21 @@ describe('instructionsOf', () => {
       'Always use tabs; do not reformat other files.',
     ]);
     expect(instructionsOf(assistant('You must never do that.'))).toEqual([]);
+    // Plain prose is not an instruction, even with `should` or `only` in it.
+    expect(instructionsOf(user('We should check the scheduler. That path is only hit late.'))).toEqual([]);
   });
 
   it('keeps each once, the newest within the budget, through redaction', () => {
     const messages = [
       user('Always run the linter.'),
-      user('Please keep the API stable.'),
+      user('Keep the API stable, please.'),
       user('always run the linter.'),
       user('Never print the token sk-proj-abcdefghijklmnopqrstuvwxyz0123456789.'),
     ];
     const notes = collectInstructions(['Avoid global state.'], messages, 10_000, (t) => t.replace(/sk-\S+/, '[key]'));
     expect(notes).toEqual([
       'Avoid global state.',
-      'Please keep the API stable.',
+      'Keep the API stable, please.',
       'always run the linter.',
       'Never print the token [key]',
     ]);

@@ -197,8 +197,12 @@ function carryUserMessages(g: Gathered, candidates: Candidate[], budget: number)
   g.toSummarize = [...dropped.map((c) => c.message), ...g.toSummarize.filter((_, k) => !skip.has(k))];
 }
 
-/** Share of the summary's budget the user's instructions may take under it. */
+/**
+ * Room for the user's instructions under a summary: a quarter of the summary's budget, and at least
+ * a twentieth of the window (a small window's summary budget would hold one or two).
+ */
 const INSTRUCTIONS_SHARE = 0.25;
+const INSTRUCTIONS_WINDOW_SHARE = 0.05;
 
 /** The line under a summary that tells the model where the messages it replaced went. */
 export function archiveFooter(label: string, count: number): string {
@@ -219,7 +223,7 @@ async function writeSummary(w: Work, cut: number, g: Gathered): Promise<Compacti
   const instructions = collectInstructions(
     g.previousInstructions,
     g.toSummarize.filter((m) => m !== latest),
-    Math.floor((INSTRUCTIONS_SHARE * s.maxSummaryTokens) / p.tokensPerChar),
+    Math.floor(Math.max(INSTRUCTIONS_SHARE * s.maxSummaryTokens, INSTRUCTIONS_WINDOW_SHARE * p.contextWindow) / p.tokensPerChar),
     p.redact,
   );
   const instructionsFooter = renderInstructions(instructions);
