@@ -1948,7 +1948,11 @@ async function runConversation(
         }
       }
       if (missing.length > 0)
-        fail('not-archived', `tool outputs out of the prompt but not recallable by id: ${missing.slice(0, 3).join(', ')}`, sent);
+        fail(
+          'not-archived',
+          `tool outputs out of the prompt but not recallable by id: ${missing.slice(0, 3).join(', ')}`,
+          sent,
+        );
     }
 
     // Secrets: never given to the summarizer, never stored.

@@ -135,7 +135,8 @@ class Guard implements ContextGuard {
 
   readonly recall = async (sessionId: string, options: RecallOptions = {}): Promise<RecalledItem[]> => {
     try {
-      if (typeof sessionId !== 'string' || !sessionId) throw new TypeError('recall: `sessionId` must be a non-empty string');
+      if (typeof sessionId !== 'string' || !sessionId)
+        throw new TypeError('recall: `sessionId` must be a non-empty string');
       // A recall answer goes back into the prompt: by default at most about a tenth of the window.
       const window = (await this.status(sessionId))?.contextWindow;
       const { recallMaxChars } = this.options.archive;

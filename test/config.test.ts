@@ -131,6 +131,10 @@ describe('lossless compaction defaults', () => {
       recallMaxChars: 16_000,
     });
     expect(resolveOptions({ archive: false }).archive.enabled).toBe(false);
-    expect(resolveOptions({ clipArchive: { first: 1, last: 3 } }).clipArchive).toEqual({ first: 1, last: 3, buffer: 2 });
+    expect(resolveOptions({ clipArchive: { first: 1, last: 3 } }).clipArchive).toEqual({
+      first: 1,
+      last: 3,
+      buffer: 2,
+    });
   });
 });

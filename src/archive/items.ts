@@ -61,7 +61,10 @@ export function replacementsOf(
 }
 
 /** The receipt's view of the replacements (one entry per tool result of a summarized tool message). */
-export function replacedMessages(input: readonly GuardMessage[], replacements: readonly Replacement[]): ReplacedMessage[] {
+export function replacedMessages(
+  input: readonly GuardMessage[],
+  replacements: readonly Replacement[],
+): ReplacedMessage[] {
   return replacements.flatMap(({ position, kind, toolCallId }) => {
     const m = input[position];
     if (!m || m.role === 'system') return [];

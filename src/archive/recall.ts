@@ -58,7 +58,11 @@ export class RecallIndex {
         .sort((a, b) => (a.item.label === id ? a.order - b.order : b.order - a.order));
       if (!query) found = byId.map((located) => ({ located }));
       else {
-        const scores = new Map(searchOf(index).search(query).map((r) => [r.id as number, r]));
+        const scores = new Map(
+          searchOf(index)
+            .search(query)
+            .map((r) => [r.id as number, r]),
+        );
         found = byId
           .map((located) => {
             const r = scores.get(located.order);
@@ -73,7 +77,9 @@ export class RecallIndex {
     }
     const unique = withoutRepeats(found);
     const offset =
-      typeof options.offset === 'number' && Number.isFinite(options.offset) ? Math.max(0, Math.floor(options.offset)) : undefined;
+      typeof options.offset === 'number' && Number.isFinite(options.offset)
+        ? Math.max(0, Math.floor(options.offset))
+        : undefined;
     return bounded(unique.slice(0, limit), maxChars, (term) => documentFrequency(index, term), offset);
   }
 
@@ -214,8 +220,13 @@ function bounded(
 }
 
 /** Matched terms weighed by rarity in the archive: a term in every item says nothing about where to look. */
-function weighted(terms: readonly string[], frequency: (term: string) => number): Array<{ term: string; weight: number }> {
-  return terms.filter((t) => t.length >= 2).map((term) => ({ term: term.toLowerCase(), weight: 1 / (1 + frequency(term)) }));
+function weighted(
+  terms: readonly string[],
+  frequency: (term: string) => number,
+): Array<{ term: string; weight: number }> {
+  return terms
+    .filter((t) => t.length >= 2)
+    .map((term) => ({ term: term.toLowerCase(), weight: 1 / (1 + frequency(term)) }));
 }
 
 /** Occurrences looked at per term: enough to find where terms meet, bounded on huge texts. */
@@ -267,6 +278,8 @@ function windowAt(text: string, start: number, max: number): string {
   const before = start > 0 ? `[... ${formatCount(start)} characters before ...]\n` : '';
   const rest = text.length - start - body.length;
   const after =
-    rest > 0 ? `\n[... ${formatCount(rest)} characters after: recall with offset ${start + body.length} to read on ...]` : '';
+    rest > 0
+      ? `\n[... ${formatCount(rest)} characters after: recall with offset ${start + body.length} to read on ...]`
+      : '';
   return `${before}${body}${after}`;
 }

@@ -82,7 +82,11 @@ export interface ArchiveStoreOptions {
   /** The in-memory default's bound on all sessions' archives together. */
   maxTotalChars: number;
   /** Runs a store operation with the session repository's rules: its timeout, its events, a failing store skipped for the rest of the call. */
-  call: <T>(sessionId: string, operation: StoreFailedEvent['operation'], run: () => Promise<T>) => Promise<StoreOutcome<T>>;
+  call: <T>(
+    sessionId: string,
+    operation: StoreFailedEvent['operation'],
+    run: () => Promise<T>,
+  ) => Promise<StoreOutcome<T>>;
   /** Characters of archived text kept per session; 0 when the archive is off (receipts only). */
   maxChars: number;
   emit: (event: ArchiveDeferredEvent | ArchiveWrittenEvent | ArchiveEvictedEvent) => void;
@@ -180,7 +184,7 @@ export class ArchiveStore {
     let receipts = archive.receipts.slice();
     const receiptTimes = new Set(receipts.map((r) => `${r.at}|${r.archive.join(',')}`));
     for (const w of waiting) {
-      for (const b of w.batches) if (!labels.has(b.label)) (batches.push(b), labels.add(b.label));
+      for (const b of w.batches) if (!labels.has(b.label)) batches.push(b), labels.add(b.label);
       const r = w.receipt;
       if (r && !receiptTimes.has(`${r.at}|${r.archive.join(',')}`)) receipts.push(r);
     }
@@ -216,7 +220,8 @@ export class ArchiveStore {
         droppedChars += b.chars;
       }
     }
-    if (dropped.length > 0) this.options.emit({ type: 'archive-evicted', sessionId, labels: dropped, chars: droppedChars });
+    if (dropped.length > 0)
+      this.options.emit({ type: 'archive-evicted', sessionId, labels: dropped, chars: droppedChars });
     return out;
   }
 }

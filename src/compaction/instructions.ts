@@ -47,7 +47,18 @@ const MAX_NOTES_PER_MESSAGE = 6;
 const FOOTER_OPEN = "[The user's instructions, verbatim, from the messages summarized so far:]";
 
 /** Words that mark a rule rather than a wish: a message's rules go before its other instructions. */
-const RULES = new Set(['never', 'always', 'must', "mustn't", 'mustn’t', "don't", 'don’t', 'dont', 'forbidden', 'avoid']);
+const RULES = new Set([
+  'never',
+  'always',
+  'must',
+  "mustn't",
+  'mustn’t',
+  "don't",
+  'don’t',
+  'dont',
+  'forbidden',
+  'avoid',
+]);
 
 /** 0: not an instruction; 1: an instruction; 2: a rule (never, always, must, do not...). */
 function strength(sentence: string): number {

@@ -26,7 +26,9 @@ function recallHint(part: ToolResultPart): string {
  */
 export function placeholderOutput(part: ToolResultPart, recall = false): ToolResultOutput {
   const { text, isError } = toolOutputText(part.output);
-  const back = recall ? `Archived: ${recallHint(part)}, or call the tool again.` : 'Call the tool again if you need it.';
+  const back = recall
+    ? `Archived: ${recallHint(part)}, or call the tool again.`
+    : 'Call the tool again if you need it.';
   return {
     type: 'text',
     value: `[Output of tool ${oneLine(part.toolName, 100)} removed to save context (${formatCount(text.length)} characters${isError ? ', an error' : ''}). ${back}]`,

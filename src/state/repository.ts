@@ -10,7 +10,6 @@ import { emptySessionState, type SessionState } from './session.ts';
 import type { StateStore } from './store.ts';
 import { StoreTimeout, withTimeout } from './timeout.ts';
 
-
 /** How far a session has gone: calls seen plus real counts recorded, which only grow. */
 const progress = (state: SessionState): number => state.calls + state.usageRecorded;
 

@@ -79,9 +79,11 @@ describe('archive before replace', () => {
     const sent = JSON.stringify(r.messages);
     const original = (id: string) =>
       String(
-        (messages.flatMap((m) => (m.role === 'tool' ? m.content : [])).find((p) => p.toolCallId === id) as never as {
-          output: { value: string };
-        }).output.value,
+        (
+          messages.flatMap((m) => (m.role === 'tool' ? m.content : [])).find((p) => p.toolCallId === id) as never as {
+            output: { value: string };
+          }
+        ).output.value,
       );
     for (let i = 0; i < 6; i++) {
       const id = `call_${i}`;
@@ -152,7 +154,9 @@ describe('recall', () => {
     const r = await guard.beforeModel({ sessionId: 's', messages });
     expect(r.compaction?.steps[0]).toBe('prune');
     const sent = JSON.stringify(r.messages);
-    expect(sent).toMatch(/Archived: recall id \\"read_0\\", or call the tool again\.|archived whole: recall id \\"read_0\\"/);
+    expect(sent).toMatch(
+      /Archived: recall id \\"read_0\\", or call the tool again\.|archived whole: recall id \\"read_0\\"/,
+    );
     const [item] = await guard.recall('s', { id: 'read_0', maxChars: 10_000 });
     expect(item?.text).toContain(filler('file 0', 5_000));
     expect(item?.truncated).toBe(false);
@@ -214,7 +218,12 @@ describe('eviction', () => {
     for (let round = 0; round < 8; round++) {
       const r = await guard.beforeModel({ sessionId: 's', messages: history });
       await guard.afterModel({ sessionId: 's', usage: { inputTokens: Math.ceil(r.tokens) } });
-      history = [...history, ...session(4).slice(2).map((m) => structuredClone(m))];
+      history = [
+        ...history,
+        ...session(4)
+          .slice(2)
+          .map((m) => structuredClone(m)),
+      ];
       history = history.map((m, i) =>
         m.role === 'tool'
           ? ({ ...m, content: m.content.map((p) => ({ ...p, toolCallId: `c${i}` })) } as GuardMessage)
@@ -281,7 +290,9 @@ describe('user messages carried over', () => {
     messages.push(user('Now write the report.'));
     const r = await guard.beforeModel({ sessionId: 's', messages });
     expect(r.compaction?.strategy).toBe('summary');
-    const summaryAt = r.messages.findIndex((m) => m.role === 'user' && String(m.content).startsWith('[Context Summary]'));
+    const summaryAt = r.messages.findIndex(
+      (m) => m.role === 'user' && String(m.content).startsWith('[Context Summary]'),
+    );
     const before = r.messages.slice(0, summaryAt).map((m) => String(m.content));
     const carried = before.filter((t) => t.startsWith('Constraint'));
     expect(carried.length).toBeGreaterThan(2);
@@ -302,7 +313,9 @@ describe('user messages carried over', () => {
     const messages = session(10);
     const r = await guard.beforeModel({ sessionId: 's', messages });
     expect(r.compaction?.strategy).toBe('summary');
-    const summaryAt = r.messages.findIndex((m) => m.role === 'user' && String(m.content).startsWith('[Context Summary]'));
+    const summaryAt = r.messages.findIndex(
+      (m) => m.role === 'user' && String(m.content).startsWith('[Context Summary]'),
+    );
     expect(r.messages.slice(0, summaryAt).filter((m) => String(m.content).startsWith('Step'))).toEqual([]);
   });
 });
@@ -392,7 +405,9 @@ describe('recall of a long output by id', () => {
     expect(next).toBe((first?.offset ?? 0) + 300);
     const [second] = await guard.recall('s', { id: 'log_1', offset: next });
     expect(second?.offset).toBe(next);
-    expect(second?.text).toContain(marks.slice(next - 'read_file returned:\n'.length, next - 'read_file returned:\n'.length + 100));
+    expect(second?.text).toContain(
+      marks.slice(next - 'read_file returned:\n'.length, next - 'read_file returned:\n'.length + 100),
+    );
   });
 });
 

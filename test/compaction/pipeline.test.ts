@@ -263,7 +263,10 @@ describe('split turn', () => {
     const prompts = calls.map((c) => c.prompt).join('\n');
     expect(prompts).toContain('R0 lorem');
     // The user's earlier words are carried over verbatim before the summary (keepUserMessagesTokens), not summarized.
-    const carried = r.messages.slice(0, s).filter((m) => m.role === 'user' && !isSummary(m)).map(userText);
+    const carried = r.messages
+      .slice(0, s)
+      .filter((m) => m.role === 'user' && !isSummary(m))
+      .map(userText);
     expect(carried).toContain('Use the staging database.');
     expect(prompts).not.toContain('Use the staging database.');
     expect(pairingProblems(r.messages)).toEqual([]);

@@ -48,8 +48,10 @@ function replaceOld(w: Work, options: PruneSettings): void {
       !toolOutputText(part.output).isError,
   );
   const saving = (part: (typeof candidates)[number]['part']) =>
-    Math.max(0, outputChars(part) - String((placeholderOutput(part, w.memo.recall === true) as { value: string }).value).length) *
-    w.p.tokensPerChar;
+    Math.max(
+      0,
+      outputChars(part) - String((placeholderOutput(part, w.memo.recall === true) as { value: string }).value).length,
+    ) * w.p.tokensPerChar;
   const need = w.cur.tokens - w.settings.target;
   if (candidates.reduce((n, c) => n + saving(c.part), 0) < need) return;
   // Oldest first, until the target is reached: one batch, so the next calls do not prune again.

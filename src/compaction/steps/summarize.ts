@@ -223,7 +223,9 @@ async function writeSummary(w: Work, cut: number, g: Gathered): Promise<Compacti
   const instructions = collectInstructions(
     g.previousInstructions,
     g.toSummarize.filter((m) => m !== latest),
-    Math.floor(Math.max(INSTRUCTIONS_SHARE * s.maxSummaryTokens, INSTRUCTIONS_WINDOW_SHARE * p.contextWindow) / p.tokensPerChar),
+    Math.floor(
+      Math.max(INSTRUCTIONS_SHARE * s.maxSummaryTokens, INSTRUCTIONS_WINDOW_SHARE * p.contextWindow) / p.tokensPerChar,
+    ),
     p.redact,
   );
   const instructionsFooter = renderInstructions(instructions);
@@ -241,9 +243,7 @@ async function writeSummary(w: Work, cut: number, g: Gathered): Promise<Compacti
   // Paths are the conversation's words too: a clone URL may carry credentials.
   const fileOps = extracted && { read: extracted.read.map(p.redact), modified: extracted.modified.map(p.redact) };
   const summarized = g.toSummarize.length - g.contextOnly;
-  const text = clip
-    ? await clip.render(outcome.text.trim(), summarized)
-    : outcome.text.trim();
+  const text = clip ? await clip.render(outcome.text.trim(), summarized) : outcome.text.trim();
   const footers = [
     instructionsFooter,
     fileOps ? renderFileOpsFooter(fileOps) : '',

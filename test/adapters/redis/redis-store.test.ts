@@ -102,7 +102,12 @@ describe.skipIf(skip)('RedisStore', () => {
   it("renews the session's archive TTL with every write of the session (the archive is written only at compactions)", async () => {
     const store = open({ ttlSeconds: 100 });
     const archived = `${prefix}s:${archiveKey('kept')}`;
-    await (store as unknown as StateStore<unknown>).set(archiveKey('kept'), { version: 1, batches: [], receipts: [], evicted: 0 });
+    await (store as unknown as StateStore<unknown>).set(archiveKey('kept'), {
+      version: 1,
+      batches: [],
+      receipts: [],
+      evicted: 0,
+    });
     await raw.pexpire(archived, 5_000);
     await store.update('kept', (s) => ({ ...(s ?? state(0)), calls: (s?.calls ?? 0) + 1 }));
     expect(await raw.pttl(archived)).toBeGreaterThan(95_000);
