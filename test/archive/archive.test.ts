@@ -424,3 +424,14 @@ describe('the in-memory archive', () => {
     expect((await guard.recall('d', { query: 'ERR_LEDGER_7731' }))[0]?.text).toContain('ERR_LEDGER_7731');
   });
 });
+
+describe('reset', () => {
+  it('drops the archive and the receipts with the rest of the session', async () => {
+    const { guard } = setup();
+    await guard.beforeModel({ sessionId: 's', messages: session(8) });
+    expect((await guard.compactions('s')).length).toBe(1);
+    await guard.reset('s');
+    expect(await guard.compactions('s')).toEqual([]);
+    expect(await guard.recall('s', { query: 'ERR_LEDGER_7731' })).toEqual([]);
+  });
+});
