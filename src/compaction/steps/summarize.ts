@@ -229,26 +229,26 @@ async function writeSummary(w: Work, cut: number, g: Gathered): Promise<Compacti
     p.redact,
   );
   const instructionsFooter = renderInstructions(instructions);
-  // Clip-archive: a batch summary of its own (no rolling update); the batches shown beside it take
-  // room, and so does the instructions footer.
-  const shown = ((clip?.shownChars ?? 0) + instructionsFooter.length) * p.tokensPerChar;
-  const outcome = await p.summarize(
-    g.toSummarize,
-    clip ? undefined : g.previousSummary,
-    0.75 * (s.target - rest) - 200 * p.tokensPerChar - shown,
-    0.85 * (p.threshold - rest) - 200 * p.tokensPerChar - shown,
-  );
-  stats.extended = outcome.extended === true;
   const extracted = s.fileOps ? extractFileOps(g.toSummarize, s.fileOps, g.previousFileOps) : undefined;
   // Paths are the conversation's words too: a clone URL may carry credentials.
   const fileOps = extracted && { read: extracted.read.map(p.redact), modified: extracted.modified.map(p.redact) };
   const summarized = g.toSummarize.length - g.contextOnly;
-  const text = clip ? await clip.render(outcome.text.trim(), summarized) : outcome.text.trim();
   const footers = [
     instructionsFooter,
     fileOps ? renderFileOpsFooter(fileOps) : '',
     p.archive && !clip ? archiveFooter(p.archive.label, summarized) : '',
   ];
+  // The footers and, in clip-archive mode, the batches shown beside this one's summary take room
+  // the summary cannot have: budgeted here, they never push the prompt past what was planned.
+  const taken = ((clip?.shownChars ?? 0) + footers.reduce((n, f) => n + f.length + 2, 0)) * p.tokensPerChar;
+  const outcome = await p.summarize(
+    g.toSummarize,
+    clip ? undefined : g.previousSummary,
+    0.75 * (s.target - rest) - 200 * p.tokensPerChar - taken,
+    0.85 * (p.threshold - rest) - 200 * p.tokensPerChar - taken,
+  );
+  stats.extended = outcome.extended === true;
+  const text = clip ? await clip.render(outcome.text.trim(), summarized) : outcome.text.trim();
   const footer = footers.filter((f) => f.length > 0).join('\n\n');
   const body = footer ? `${text}\n\n${footer}` : text;
 
