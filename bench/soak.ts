@@ -1916,7 +1916,9 @@ async function runConversation(
         fail(
           'digest-lost-user-start',
           `the mechanical digest (${summary.length} characters, ${comp()}) lost the start of ${lost.length} user message(s) ` +
-            `without a digest-loss event: ${lost.slice(0, 3).join(', ')}`,
+            `without a digest-loss event: ${lost.slice(0, 3).join(', ')}; events of the call: ${events
+              .map((e) => (e.type === 'summarizer-failed' ? `${e.type}:${e.reason}` : e.type))
+              .join(', ')}; digest: ${JSON.stringify(summary.slice(0, 1200))}`,
           sent,
         );
       }
