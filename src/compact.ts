@@ -8,6 +8,7 @@ import type { ContextGuardEvent } from './events.ts';
 import type { GuardMessage } from './messages.ts';
 import type { CalibrationState } from './state/session.ts';
 import { compactionCalibration, priceAfterReset, tokensPerCharAfterReset } from './tokens/calibration.ts';
+import { hashMessage } from './tokens/hash.ts';
 import { CHARS_PER_TOKEN } from './tokens/heuristic.ts';
 import { emptyMemo, requestEditsDropped, type CompactionMemo, type View } from './compaction/memo.ts';
 import { runPipeline, type PipelineInput } from './compaction/pipeline.ts';
@@ -30,6 +31,8 @@ export interface CompactionRequest {
   usageRecorded: number;
   /** When the session started (ISO), the start of its first archive batch. */
   startedAt: string | undefined;
+  /** How much the session's prompt grows per call (decayed mean), for the depth of the cut. */
+  growthPerCall: number;
 }
 
 export interface CompactionOutcome {
@@ -56,6 +59,7 @@ export function compactionRequest(
     calibration: CalibrationState;
     usageRecorded: number;
     startedAt?: string;
+    pace?: { growth: number };
   },
   p: { view: View; est: { tokens: number }; memo: CompactionMemo | undefined; summaryApplies: boolean },
   signal: AbortSignal | undefined,
@@ -73,6 +77,7 @@ export function compactionRequest(
     calibration: state.calibration,
     usageRecorded: state.usageRecorded,
     startedAt: state.startedAt,
+    growthPerCall: state.pace?.growth ?? 0,
   };
 }
 
@@ -83,7 +88,7 @@ export async function compact(
   env: CompactionEnv,
 ): Promise<CompactionOutcome | undefined> {
   const contextWindow = call.contextWindow as number;
-  const settings = compactionSettings(env.options, contextWindow, call.threshold);
+  const settings = compactionSettings(env.options, contextWindow, call.threshold, r.growthPerCall);
   const hook = await askBeforeCompact(call, r, env, settings.target);
   if (hook === 'cancel') return undefined;
   const started = Date.now();
@@ -127,7 +132,11 @@ export async function compact(
     redact: env.options.redact,
   });
   output.memo.archivedUntil = end;
-  const result: CompactionResult = { ...output.result, durationMs: Date.now() - started };
+  const result: CompactionResult = {
+    ...output.result,
+    cacheBrokenTokens: cacheBroken(call, r.view.messages, output.view.messages, output.tokens),
+    durationMs: Date.now() - started,
+  };
   const tokens = Math.ceil(output.tokens);
   if (result.overflow)
     env.emit({ type: 'overflow', sessionId: call.sessionId, tokens, threshold: call.threshold, contextWindow });
@@ -139,6 +148,30 @@ export async function compact(
     calibration: reset,
     result,
   };
+}
+
+/**
+ * Tokens of the compacted prompt from the first message that differs from the prompt the call would
+ * have sent without compacting (which extends the previous call's): the part the provider must
+ * write to its cache again. Messages are compared by content: an edit re-applied on every call is
+ * a new object with the same bytes.
+ */
+function cacheBroken(call: Call, before: readonly GuardMessage[], after: readonly GuardMessage[], tokens: number): number {
+  let k = 0;
+  while (k < before.length && k < after.length && (before[k] === after[k] || sameContent(before[k], after[k]))) k++;
+  if (k >= after.length) return 0;
+  const whole = call.measure(after as GuardMessage[]);
+  const total = whole.chars + whole.mediaTokens * CHARS_PER_TOKEN;
+  let kept = 0;
+  for (let i = 0; i < k; i++) {
+    const e = whole.entries[i];
+    if (e) kept += e.chars + e.mediaTokens * CHARS_PER_TOKEN;
+  }
+  return total > 0 ? Math.ceil(tokens * (1 - kept / total)) : Math.ceil(tokens);
+}
+
+function sameContent(a: GuardMessage | undefined, b: GuardMessage | undefined): boolean {
+  return a !== undefined && b !== undefined && a.role === b.role && hashMessage(a) === hashMessage(b);
 }
 
 /** The hook's answer: 'cancel', a summary to use instead of the summarizer's, or undefined. */

@@ -170,6 +170,13 @@ export const optionsSchema = z.strictObject({
       'expected a number >= 0: tokens when >= 1, a fraction of the window when < 1, 0 to turn it off',
     )
     .optional(),
+  cost: z
+    .strictObject({
+      minCallsBetween: z.number().nonnegative('expected 0 or more calls').optional(),
+      cacheRead: z.number().nonnegative('expected a price multiplier >= 0').optional(),
+      cacheWrite: z.number().nonnegative('expected a price multiplier >= 0').optional(),
+    })
+    .optional(),
   clipArchive: z
     .strictObject(
       {
@@ -298,6 +305,23 @@ export interface ContextGuardOptions {
    * the middle are summarized again into one batch, one level deeper.
    */
   clipArchive?: ClipArchiveOptions;
+  /**
+   * How compaction weighs what it costs. A compaction makes the provider bill the prompt after the
+   * first message it changed at the cache-write price again, so it cuts deep enough that the next
+   * one is at least `minCallsBetween` calls away at the session's pace of growth (never below a
+   * fifth of the window, never above `target`). The prices (multipliers of the input price) are
+   * used for `status().costs.billedInputUnits`.
+   */
+  cost?: CostOptions;
+}
+
+export interface CostOptions {
+  /** Calls the prompt should be able to grow after a compaction before the next one. Default 5; 0 turns pacing off. */
+  minCallsBetween?: number;
+  /** Price of a cached input token (a cache read), as a multiple of the input price. Default 0.1. */
+  cacheRead?: number;
+  /** Price of an input token written to the cache, as a multiple of the input price. Default 1.25. */
+  cacheWrite?: number;
 }
 
 export interface ArchiveOptions {
@@ -399,6 +423,7 @@ export interface ResolvedOptions {
   archive: { enabled: boolean; maxChars: number; maxTotalChars: number; recallMaxChars: number };
   keepUserMessagesTokens: number | undefined;
   clipArchive: { first: number; last: number; buffer: number } | undefined;
+  cost: { minCallsBetween: number; cacheRead: number; cacheWrite: number };
 }
 
 /** Every default of the options, in one place (the option docs above repeat them for readers). */
@@ -431,6 +456,9 @@ export const DEFAULTS = {
   /** Windows below this keep a proportionally smaller share of user messages. */
   keepUserMessagesFullWindow: 32_000,
   clipArchiveBuffer: 2,
+  cost: { minCallsBetween: 5, cacheRead: 0.1, cacheWrite: 1.25 },
+  /** A compaction paced for the session's growth never aims below this share of the window. */
+  pacedTargetFloor: 0.2,
 } as const;
 
 /** Tokens when >= 1, else a fraction of `window`. */
@@ -438,11 +466,23 @@ export function tokensOf(value: number, window: number): number {
   return value < 1 ? value * window : value;
 }
 
-/** The compaction settings for a call with this window and threshold. */
-export function compactionSettings(o: ResolvedOptions, window: number, threshold: number): CompactionSettings {
+/**
+ * The compaction settings for a call with this window and threshold. `growthPerCall`: how much the
+ * session's prompt grows per call; a compaction then aims low enough for the next one to be at
+ * least `cost.minCallsBetween` calls away (one deep cut re-bills the cache once, where several
+ * shallow ones would re-bill it each time), never below a fifth of the window.
+ */
+export function compactionSettings(
+  o: ResolvedOptions,
+  window: number,
+  threshold: number,
+  growthPerCall = 0,
+): CompactionSettings {
   const buffer = window - threshold;
   // The target must leave room below the threshold, or the next call would compact again.
-  const target = Math.min(tokensOf(o.target, window), threshold * 0.9);
+  const configured = Math.min(tokensOf(o.target, window), threshold * 0.9);
+  const paced = threshold - o.cost.minCallsBetween * Math.max(0, growthPerCall);
+  const target = Math.max(Math.min(configured, DEFAULTS.pacedTargetFloor * window), Math.min(configured, paced));
   const keepRecentTokens = Math.min(tokensOf(o.keepRecentTokens, window), target);
   return {
     retention: o.retention,
@@ -592,6 +632,7 @@ export function resolveOptions(input: unknown): ResolvedOptions {
     },
     keepUserMessagesTokens: o.keepUserMessagesTokens,
     clipArchive: o.clipArchive && { ...o.clipArchive, buffer: o.clipArchive.buffer ?? DEFAULTS.clipArchiveBuffer },
+    cost: { ...DEFAULTS.cost, ...o.cost },
   };
 }
 

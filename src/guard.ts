@@ -100,7 +100,7 @@ class Guard implements ContextGuard {
   readonly status = async (sessionId: string): Promise<SessionStatus | undefined> => {
     try {
       const state = await this.sessions.load(sessionId);
-      return state.status ? { sessionId, ...state.status } : undefined;
+      return state.status ? { sessionId, ...state.status, ...(state.costs ? { costs: state.costs } : {}) } : undefined;
     } catch (error) {
       this.emit({ type: 'error', sessionId, stage: 'status', error });
       return undefined;

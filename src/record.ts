@@ -9,7 +9,8 @@ import type { ContextGuardEvent, UsageIgnoredEvent } from './events.ts';
 import type { GuardMessage } from './messages.ts';
 import type { Prepared } from './prepare.ts';
 import type { SessionRepository } from './state/repository.ts';
-import type { SessionState } from './state/session.ts';
+import type { SessionCosts, SessionState } from './state/session.ts';
+import type { CompactionResult } from './compaction/types.ts';
 import { recordRealCount, resetCalibration } from './tokens/calibration.ts';
 import { judgeUsage, usageShapeProblem } from './usage.ts';
 
@@ -91,6 +92,7 @@ export async function recordCall(
       ...rest,
       ...(memo ? { memo } : {}),
       ...request,
+      ...paceAndCosts(current, tokens, outcome?.result, ctx.options.cost),
       calls: current.calls + 1,
       startedAt: current.startedAt ?? new Date().toISOString(),
       calibration: { ...calibration, pending },
@@ -110,6 +112,43 @@ export async function recordCall(
     ...(outcome ? { compaction: outcome.result } : {}),
     ...over,
   };
+}
+
+/** Decay of the growth per call: recent calls weigh most, one outlier does not set the pace. */
+const GROWTH_DECAY = 0.7;
+
+/** The session's pace of growth and running costs, with this call's prompt counted. */
+function paceAndCosts(
+  current: SessionState,
+  tokens: number,
+  compaction: CompactionResult | undefined,
+  prices: { cacheRead: number; cacheWrite: number },
+): Pick<SessionState, 'pace' | 'costs'> {
+  const previous = current.pace;
+  let growth = previous?.growth ?? 0;
+  if (!compaction && previous && tokens > previous.last) {
+    const added = tokens - previous.last;
+    growth = growth > 0 ? GROWTH_DECAY * growth + (1 - GROWTH_DECAY) * added : added;
+  }
+  // What repeats the previous prompt is a cache read: all of it when the prompt only grew, the part
+  // before the first changed message after a compaction.
+  const cached = compaction
+    ? Math.max(0, tokens - compaction.cacheBrokenTokens)
+    : previous
+      ? Math.min(previous.last, tokens)
+      : 0;
+  const c = current.costs;
+  const costs: SessionCosts = {
+    calls: (c?.calls ?? 0) + 1,
+    promptTokens: (c?.promptTokens ?? 0) + tokens,
+    cachedTokens: (c?.cachedTokens ?? 0) + cached,
+    billedInputUnits: (c?.billedInputUnits ?? 0) + cached * prices.cacheRead + (tokens - cached) * prices.cacheWrite,
+    compactions: (c?.compactions ?? 0) + (compaction ? 1 : 0),
+    cacheBrokenTokens: (c?.cacheBrokenTokens ?? 0) + (compaction?.cacheBrokenTokens ?? 0),
+    summarizerInputTokens: (c?.summarizerInputTokens ?? 0) + (compaction?.summarizerInputTokens ?? 0),
+    tokensRemoved: (c?.tokensRemoved ?? 0) + (compaction ? Math.max(0, compaction.tokensBefore - compaction.tokensAfter) : 0),
+  };
+  return { pace: { last: tokens, growth }, costs };
 }
 
 async function afterCompact(

@@ -138,3 +138,21 @@ describe('lossless compaction defaults', () => {
     });
   });
 });
+
+describe('compaction depth paced by growth', () => {
+  const at = (growth: number, options: Record<string, unknown> = {}) =>
+    compactionSettings(resolveOptions(options), 200_000, thresholdFor(200_000, undefined), growth).target;
+
+  it('cuts deep enough that the next compaction is at least 5 calls away, never below a fifth of the window', () => {
+    expect(at(0)).toBe(100_000);
+    expect(at(10_000)).toBe(100_000); // 180k − 5 × 10k = 130k: the configured target is lower
+    expect(at(20_000)).toBe(80_000);
+    expect(at(50_000)).toBe(40_000); // 180k − 250k: the floor, a fifth of the window
+    expect(at(50_000, { cost: { minCallsBetween: 0 } })).toBe(100_000);
+    expect(at(20_000, { cost: { minCallsBetween: 2 } })).toBe(100_000);
+  });
+
+  it('never raises a target set below the floor', () => {
+    expect(at(50_000, { target: 0.1 })).toBe(20_000);
+  });
+});

@@ -283,9 +283,44 @@ describe('status', () => {
       threshold: 8_000,
       contextWindow: 10_000,
       fraction: 0.3,
+      costs: {
+        calls: 1,
+        promptTokens: 3_000,
+        cachedTokens: 0,
+        billedInputUnits: 3_750,
+        compactions: 0,
+        cacheBrokenTokens: 0,
+        summarizerInputTokens: 0,
+        tokensRemoved: 0,
+      },
     });
     await guard.afterModel({ sessionId: 's', usage: { inputTokens: 3_500, outputTokens: 200 } });
     expect(await guard.status('s')).toMatchObject({ tokens: 3_700, source: 'provider', fraction: 0.37 });
+  });
+
+  it('adds up what the prompts and compactions cost: cache reads, writes, what a compaction broke', async () => {
+    const guard = createContextGuard({ contextWindow: 10_000, prune: false, summarizer: () => 'S' });
+    const history = [user('start'), ...Array.from({ length: 12 }, (_, i) => userOfTokens(500 + i))];
+    let last: Awaited<ReturnType<typeof guard.beforeModel>> | undefined;
+    for (let n = 2; n <= history.length; n++) {
+      last = await guard.beforeModel({ sessionId: 's', messages: history.slice(0, n) });
+      if (last.compaction) break;
+    }
+    const compaction = last?.compaction;
+    expect(compaction).toBeDefined();
+    // The summary replaced the start of the prompt: the whole compacted prompt is written again.
+    expect(compaction?.cacheBrokenTokens).toBeGreaterThan(0);
+    expect(compaction?.cacheBrokenTokens).toBeLessThanOrEqual(compaction?.tokensAfter ?? 0);
+    const costs = (await guard.status('s'))?.costs;
+    expect(costs?.compactions).toBe(1);
+    expect(costs?.cacheBrokenTokens).toBe(compaction?.cacheBrokenTokens);
+    expect(costs?.tokensRemoved).toBe((compaction?.tokensBefore ?? 0) - (compaction?.tokensAfter ?? 0));
+    // Between compactions each prompt repeats the previous one: read from the cache, only the addition written.
+    expect(costs?.cachedTokens).toBeGreaterThan(0.5 * (costs?.promptTokens ?? 0));
+    expect(costs?.billedInputUnits).toBeCloseTo(
+      0.1 * (costs?.cachedTokens ?? 0) + 1.25 * ((costs?.promptTokens ?? 0) - (costs?.cachedTokens ?? 0)),
+      6,
+    );
   });
 
   it('forgets a session on reset', async () => {
@@ -403,5 +438,35 @@ describe('store failures', () => {
     expect(Date.now() - started).toBeLessThan(1_000);
     expect(r.messages).toEqual([user('hi')]);
     expect(ev.of('store-failed').some((e) => e.reason === 'timeout')).toBe(true);
+  });
+});
+
+describe('compaction paced by growth', () => {
+  it('cuts deeper when the prompt grows fast, so compactions are several calls apart', async () => {
+    const run = async (minCallsBetween: number) => {
+      const guard = createContextGuard({
+        contextWindow: 40_000,
+        summarizer: () => 'S',
+        cost: { minCallsBetween },
+      });
+      // An agent reading big files: each call adds a ~5,000-token tool output, which pruning can replace.
+      const history: GuardMessage[] = [user('Read every module and report.')];
+      const at: number[] = [];
+      for (let call = 0; call < 60; call++) {
+        history.push(...toolStep(`c${call}`, { path: `m${call}.ts` }, `${call} `.repeat(5_000)));
+        const r = await guard.beforeModel({ sessionId: 's', messages: history });
+        await guard.afterModel({ sessionId: 's', usage: { inputTokens: Math.ceil(r.tokens) } });
+        if (r.compaction) at.push(call);
+      }
+      return at.slice(1).map((c, i) => c - (at[i] as number));
+    };
+    const paced = await run(5);
+    const unpaced = await run(0);
+    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+    // At ~14% of the window per call, five calls apart would need a cut below a fifth of the
+    // window (the floor): the paced cut gets as close as the floor allows.
+    expect(Math.max(...unpaced)).toBe(3);
+    expect(mean(paced)).toBeGreaterThan(mean(unpaced) + 0.4);
+    expect(paced.length).toBeLessThan(unpaced.length);
   });
 });

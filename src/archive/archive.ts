@@ -49,7 +49,7 @@ export interface ArchiveRecord {
   oldMemo: CompactionMemo;
   newMemo: CompactionMemo;
   hashOf: (index: number) => number;
-  result: Omit<CompactionResult, 'durationMs'>;
+  result: Omit<CompactionResult, 'durationMs' | 'cacheBrokenTokens'>;
   /** Batches the compaction wrote itself (a clip-archive re-summarization). */
   extraBatches: ArchiveBatch[];
   redact: (text: string) => string;

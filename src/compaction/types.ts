@@ -77,6 +77,11 @@ export interface CompactionResult {
   /** Tool results replaced by a placeholder, and truncated. */
   prunedToolResults: number;
   truncatedToolResults: number;
+  /**
+   * Tokens of the compacted prompt after the first message the compaction changed: what the
+   * provider bills again at the cache-write price (the prompt before it is still a cache read).
+   */
+  cacheBrokenTokens: number;
   /** Summarizer calls made (one per chunk), and their estimated input and output tokens. */
   summarizerCalls: number;
   summarizerInputTokens: number;

@@ -68,7 +68,7 @@ export interface PipelineOutput {
   view: View;
   tokens: number;
   /** Undefined when no step changed anything. */
-  result: Omit<CompactionResult, 'durationMs'> | undefined;
+  result: Omit<CompactionResult, 'durationMs' | 'cacheBrokenTokens'> | undefined;
   /** Archive batches the compaction wrote itself: clip-archive batch summaries merged into a deeper one. */
   batches: ArchiveBatch[];
 }
@@ -212,7 +212,7 @@ export class Work {
     if (overflow) memo.overflowed = true;
     else delete memo.overflowed;
     if (memo.media && Object.keys(memo.media).length === 0) delete memo.media;
-    const result: Omit<CompactionResult, 'durationMs'> = {
+    const result: Omit<CompactionResult, 'durationMs' | 'cacheBrokenTokens'> = {
       reason: p.reason,
       strategy: steps[steps.length - 1] as CompactionStep,
       steps,

@@ -40,6 +40,29 @@ export interface CalibrationState {
   };
 }
 
+/**
+ * What the session's prompts cost, as a provider with prompt caching bills them: the part of each
+ * prompt that repeats the previous one is a cache read; the rest (what was added, and everything
+ * after the first message a compaction changed) is written. In tokens, as estimated.
+ */
+export interface SessionCosts {
+  /** Model calls counted. */
+  calls: number;
+  /** Prompt tokens sent, all calls together. */
+  promptTokens: number;
+  /** Of those, the tokens that repeated the previous call's prompt (cache reads). */
+  cachedTokens: number;
+  /** `cachedTokens × cacheRead + (promptTokens − cachedTokens) × cacheWrite` (the `cost` option's prices). */
+  billedInputUnits: number;
+  compactions: number;
+  /** Tokens after the first message each compaction changed: what it made the provider write again. */
+  cacheBrokenTokens: number;
+  /** Tokens the summarizer was sent (billed at full price, by another call). */
+  summarizerInputTokens: number;
+  /** Tokens compactions took out of the prompt (before − after), all together. */
+  tokensRemoved: number;
+}
+
 export interface SessionStatus {
   sessionId: string;
   /** Tokens the conversation holds: the last estimate, or the real count once afterModel saw it. */
@@ -50,6 +73,8 @@ export interface SessionStatus {
   contextWindow: number;
   /** tokens / contextWindow, what a UI shows as `[ctx: 72%]`. */
   fraction: number;
+  /** The session's running totals: what its prompts and compactions cost. */
+  costs?: SessionCosts;
 }
 
 export interface SessionState {
@@ -62,7 +87,13 @@ export interface SessionState {
   /** Real counts accepted by afterModel. */
   usageRecorded: number;
   /** What status() reports; absent until a window is known. */
-  status?: Omit<SessionStatus, 'sessionId'>;
+  status?: Omit<SessionStatus, 'sessionId' | 'costs'>;
+  costs?: SessionCosts;
+  /**
+   * How the prompt grows: the last prompt sent (tokens) and the mean growth per call between
+   * compactions (decayed), which sets how deep the next compaction cuts.
+   */
+  pace?: { last: number; growth: number };
   /** What compaction did to the host's history, re-applied on every call. */
   memo?: CompactionMemo;
   /** Set by guard.compact(): the next beforeModel compacts even under the threshold. */
