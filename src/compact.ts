@@ -156,7 +156,12 @@ export async function compact(
  * write to its cache again. Messages are compared by content: an edit re-applied on every call is
  * a new object with the same bytes.
  */
-function cacheBroken(call: Call, before: readonly GuardMessage[], after: readonly GuardMessage[], tokens: number): number {
+function cacheBroken(
+  call: Call,
+  before: readonly GuardMessage[],
+  after: readonly GuardMessage[],
+  tokens: number,
+): number {
   let k = 0;
   while (k < before.length && k < after.length && (before[k] === after[k] || sameContent(before[k], after[k]))) k++;
   if (k >= after.length) return 0;

@@ -146,7 +146,8 @@ function paceAndCosts(
     compactions: (c?.compactions ?? 0) + (compaction ? 1 : 0),
     cacheBrokenTokens: (c?.cacheBrokenTokens ?? 0) + (compaction?.cacheBrokenTokens ?? 0),
     summarizerInputTokens: (c?.summarizerInputTokens ?? 0) + (compaction?.summarizerInputTokens ?? 0),
-    tokensRemoved: (c?.tokensRemoved ?? 0) + (compaction ? Math.max(0, compaction.tokensBefore - compaction.tokensAfter) : 0),
+    tokensRemoved:
+      (c?.tokensRemoved ?? 0) + (compaction ? Math.max(0, compaction.tokensBefore - compaction.tokensAfter) : 0),
   };
   return { pace: { last: tokens, growth }, costs };
 }
