@@ -264,7 +264,9 @@ export interface ContextGuardOptions {
   retention?: 'keep-recent' | 'summarize-all';
   /**
    * Size compaction aims for, well below the threshold so that it does not fire again on the next
-   * calls. Tokens when >= 1, a fraction of the window when < 1. Default 0.5 (half the window).
+   * calls. Tokens when >= 1, a fraction of the window when < 1. Default 0.25: deep enough that the
+   * next compaction is many calls away (each one makes the provider bill the prompt again at the
+   * cache-write price), with a quarter of the window kept (see BENCHMARKS.md, cost).
    */
   target?: number;
   /** Budget of the recent tail `keep-recent` keeps verbatim. Tokens or a fraction of the window; default 0.2. */
@@ -294,8 +296,8 @@ export interface ContextGuardOptions {
    * summarized and archived): the user's own words survive every compaction. Tokens when >= 1, a
    * fraction of the window when < 1, 0 to turn it off. Default: 10% of the window, at most 20,000
    * tokens (Codex keeps 20k tokens of user messages), scaled down linearly below a 32k window (the
-   * mechanical digest already keeps the start of every user message), and never more than a quarter
-   * of the target (a set budget: half of it).
+   * mechanical digest already keeps the start of every user message), and never more than half the
+   * target.
    */
   keepUserMessagesTokens?: number;
   /**
@@ -439,7 +441,7 @@ export const DEFAULTS = {
   largeWindow: 200_000,
   largeWindowBuffer: 20_000,
   smallWindowBufferFraction: 0.2,
-  target: 0.5,
+  target: 0.25,
   keepRecentTokens: 0.2,
   maxToolResultFraction: 0.1,
   maxToolResultTokens: 20_000,
@@ -516,7 +518,7 @@ export function compactionSettings(
             // Scaled down below 32k: in a small window the digest already keeps the start of every user message.
             window * DEFAULTS.keepUserMessagesFraction * Math.min(1, window / DEFAULTS.keepUserMessagesFullWindow),
             DEFAULTS.keepUserMessagesTokens,
-            target / 4,
+            target / 2,
           ),
     clipArchive: o.clipArchive,
     archive: o.archive.enabled,

@@ -119,7 +119,7 @@ describe('lossless compaction defaults', () => {
 
   it('a set carry-over budget is kept within half the target; 0 turns it off', () => {
     expect(settings(128_000, { keepUserMessagesTokens: 5_000 }).keepUserMessagesTokens).toBe(5_000);
-    expect(settings(128_000, { keepUserMessagesTokens: 0.5 }).keepUserMessagesTokens).toBe(32_000);
+    expect(settings(128_000, { keepUserMessagesTokens: 0.5 }).keepUserMessagesTokens).toBe(16_000);
     expect(settings(128_000, { keepUserMessagesTokens: 0 }).keepUserMessagesTokens).toBe(0);
   });
 
@@ -140,8 +140,10 @@ describe('lossless compaction defaults', () => {
 });
 
 describe('compaction depth paced by growth', () => {
+  // With the target at half the window, so that pacing has room to go deeper.
   const at = (growth: number, options: Record<string, unknown> = {}) =>
-    compactionSettings(resolveOptions(options), 200_000, thresholdFor(200_000, undefined), growth).target;
+    compactionSettings(resolveOptions({ target: 0.5, ...options }), 200_000, thresholdFor(200_000, undefined), growth)
+      .target;
 
   it('cuts deep enough that the next compaction is at least 5 calls away, never below a fifth of the window', () => {
     expect(at(0)).toBe(100_000);

@@ -446,6 +446,7 @@ describe('compaction paced by growth', () => {
     const run = async (minCallsBetween: number) => {
       const guard = createContextGuard({
         contextWindow: 40_000,
+        target: 0.5,
         summarizer: () => 'S',
         cost: { minCallsBetween },
       });

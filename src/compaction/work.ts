@@ -13,6 +13,9 @@ import { requestIndex } from './request.ts';
 import type { SummarizeOutcome } from './summarize.ts';
 import type { CompactionReason, CompactionResult, CompactionStep } from './types.ts';
 
+/** When the fixed part (system messages, tools) is this much of the target, the target is out of reach. */
+const FIXED_SHARE_OF_TARGET = 0.8;
+
 /** Fewest characters hard fit leaves of a message or tool output: enough to say what it was. */
 export const MIN_KEPT_CHARS = 200;
 
@@ -126,8 +129,9 @@ export class Work {
     // still have room to grow before compacting again.
     const fixed = p.measure(p.input.filter((m) => m?.role === 'system'));
     const fixedTokens = p.price(fixed.chars, fixed.mediaTokens);
+    // Only then: below, the target holds, however low it is set (or paced, see compactionSettings).
     const target =
-      fixedTokens < p.threshold
+      fixedTokens < p.threshold && fixedTokens >= FIXED_SHARE_OF_TARGET * p.settings.target
         ? Math.max(p.settings.target, fixedTokens + (p.threshold - fixedTokens) / 2)
         : p.settings.target;
     this.settings = { ...p.settings, target };

@@ -380,7 +380,8 @@ describe('prune first', () => {
 
   it('replaces old tool results by placeholders without calling the summarizer', async () => {
     const { summarizer, calls } = recordingSummarizer();
-    const { guard } = setup({ summarizer, prune: { neverPrune: ['memory'] } });
+    // Half the window as the target, which placeholders alone reach.
+    const { guard } = setup({ summarizer, target: 0.5, prune: { neverPrune: ['memory'] } });
     const messages = toolHeavy();
 
     const r = await guard.beforeModel({ sessionId: 's', messages });
@@ -417,7 +418,7 @@ describe('prune first', () => {
   });
 
   it('prunes in one batch: neither a replay nor the next step compacts again', async () => {
-    const { guard } = setup({ prune: { neverPrune: ['memory'] } });
+    const { guard } = setup({ target: 0.5, prune: { neverPrune: ['memory'] } });
     const messages = toolHeavy();
     const r = await guard.beforeModel({ sessionId: 's', messages });
     expect(r.compaction?.strategy).toBe('prune');

@@ -445,7 +445,7 @@ describe('summarize: the summarizer timer', () => {
       }
       messages.push({ role: 'user', content: 'the latest request' });
       const r = await guard.beforeModel({ sessionId: 's', messages });
-      console.log('settled', r.compaction?.strategy);
+      console.log('settled', r.compaction?.steps.includes('mechanical') ? 'mechanical' : r.compaction?.strategy);
     `;
     const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
       encoding: 'utf8',

@@ -62,7 +62,15 @@ function setup(
 ) {
   const mock = scriptedModel(MockLanguageModelV4, { reply });
   const events = recorder();
-  const middleware = contextGuardMiddleware({ contextWindow: WINDOW, onEvent: events.onEvent, ...options });
+  // Half the window as the target, not paced deeper by the fast growth of these few big steps:
+  // pruning alone reaches it, so outputs are pruned, not summarized.
+  const middleware = contextGuardMiddleware({
+    contextWindow: WINDOW,
+    target: 0.5,
+    cost: { minCallsBetween: 0 },
+    onEvent: events.onEvent,
+    ...options,
+  });
   const model = wrapLanguageModel({ model: mock.model, middleware });
   const tools = {
     read_file: tool({

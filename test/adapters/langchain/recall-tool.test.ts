@@ -71,7 +71,8 @@ function recallScript(recall: object[]) {
 
 function harness(reply: (messages: BaseMessage[]) => AIMessage) {
   const model = new ToolCountingChatModel({ reply: (messages) => reply(messages) });
-  const middleware = contextGuardMiddleware({ contextWindow: WINDOW });
+  // Half the window as the target: pruning alone reaches it, so outputs are pruned, not summarized.
+  const middleware = contextGuardMiddleware({ contextWindow: WINDOW, target: 0.5 });
   const agent = createAgent({
     model,
     tools: [readFile, recallTool(middleware)],

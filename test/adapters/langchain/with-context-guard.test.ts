@@ -107,7 +107,8 @@ describe('withContextGuard', () => {
 
   it('keeps ids and metadata of the messages it edits (pruned tool outputs)', async () => {
     const model = new RecordingChatModel();
-    const guarded = withContextGuard(model, { contextWindow: WINDOW });
+    // Half the window as the target, which pruning alone reaches.
+    const guarded = withContextGuard(model, { contextWindow: WINDOW, target: 0.5 });
     const input = longHistory(20);
     await guarded.invoke(input);
     const sent = model.modelCalls[0]!.messages;

@@ -20,6 +20,8 @@ export interface WorkerInit {
   /** How long each summarizer call takes, so that concurrent calls really overlap. */
   summarizerDelayMs: number;
   storeTimeoutMs?: number;
+  /** The guard's `target` (default: the guard's own). */
+  target?: number;
 }
 
 /** What `stats` reports: everything the parent asserts on. */
@@ -88,6 +90,7 @@ async function handle(request: Record<string, unknown>): Promise<unknown> {
         contextWindow: init.contextWindow,
         store,
         ...(init.storeTimeoutMs ? { storeTimeoutMs: init.storeTimeoutMs } : {}),
+        ...(init.target ? { target: init.target } : {}),
         onEvent,
         summarizer: async (input) => {
           stats.summarizerCalls++;

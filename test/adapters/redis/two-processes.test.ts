@@ -166,7 +166,8 @@ describe.skipIf(skip)('two processes on one Redis', () => {
     redis = await startRedis();
     a = Worker.start('process A');
     b = Worker.start('process B');
-    const init: WorkerInit = { url: redis.url, prefix, contextWindow: WINDOW, summarizerDelayMs: 100 };
+    // A shallow target: the suite is about sharing compactions, so it wants many of them.
+    const init: WorkerInit = { url: redis.url, prefix, contextWindow: WINDOW, summarizerDelayMs: 100, target: 0.5 };
     const [pa, pb] = await Promise.all([
       a.call<{ pid: number }>('init', { init }),
       b.call<{ pid: number }>('init', { init }),
