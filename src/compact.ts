@@ -278,6 +278,7 @@ function pipelineInput(call: Call, r: CompactionRequest, env: CompactionEnv, pla
           timeoutMs: plan.settings.summarizerTimeoutMs,
           deadline: plan.deadline,
           tokensPerChar: Math.max(tokensPerChar, options.calibration.default / CHARS_PER_TOKEN),
+          reportTokensPerChar: tokensPerChar,
           summarizer,
           roomTokens,
           userRoomTokens,

@@ -74,6 +74,11 @@ export interface SummarizeRequest {
   deadline?: number;
   /** Provider tokens per character of plain text (calibrated), to size prompts and answers. */
   tokensPerChar: number;
+  /**
+   * Tokens per character as the session's calibration prices them, for reporting what the
+   * summarizer was sent (`tokensPerChar` may be raised to the default correction, to bound its input safely).
+   */
+  reportTokensPerChar?: number;
   summarizer: Summarizer | undefined;
   /**
    * Room under the compaction target for the summary. The mechanical digest may use it: the more
@@ -348,7 +353,9 @@ async function summarizeRaw(req: SummarizeRequest, override?: string): Promise<S
       maxSummaryTokens: stated,
     });
     calls++;
-    inputTokens += Math.ceil((request.system.length + request.prompt.length) * req.tokensPerChar);
+    inputTokens += Math.ceil(
+      (request.system.length + request.prompt.length) * (req.reportTokensPerChar ?? req.tokensPerChar),
+    );
     try {
       running = await callOnce(
         summarizer,
