@@ -19,8 +19,16 @@ export interface CalibrationState {
    * Decayed sums of growth between consecutive anchors (real tokens added, heuristic tokens
    * added): their ratio is the marginal correction, free of any constant invisible part of the
    * prompt (a provider's hidden system prompt) that inflates real / heuristic on small prompts.
+   * With the messages added (Σ n, Σ n² / heuristic, Σ n × real / heuristic) they fit a cost per
+   * message beside the rate (tokens/calibration.ts, growthModel); absent in states stored before.
    */
-  growth?: { realTokens: number; heuristicTokens: number };
+  growth?: {
+    realTokens: number;
+    heuristicTokens: number;
+    messages?: number;
+    messageLoad?: number;
+    messageReal?: number;
+  };
   /** The last request sent, waiting for its real count in afterModel. */
   pending?: PendingRequest;
   /**

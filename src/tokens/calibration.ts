@@ -8,6 +8,9 @@
 //   requests. Providers count things with no visible text (their formatting, a hidden system
 //   prompt): a constant share that inflates real / heuristic on small prompts. Growth cancels it,
 //   so the marginal correction prices what was added since the anchor far better.
+// Growth itself is fitted as a rate per heuristic token plus a cost per added message (see
+// growthModel): what a provider wraps around each message and tool call is no text the heuristic
+// sees, and priced at the rate it would make every small step look dear and every large one cheap.
 import type { ResolvedCalibration } from '../config.ts';
 import type { CalibrationState, PendingRequest, RequestMeasure } from '../state/session.ts';
 import { CHARS_PER_TOKEN } from './heuristic.ts';
@@ -24,6 +27,18 @@ export interface Estimate {
 const PRIOR_WEIGHT_TOKENS = 1_000;
 /** Weight kept by older growth at each new real count: recent content types dominate. */
 const GROWTH_DECAY = 0.7;
+/**
+ * Weight of the prior per-message cost (zero), in the unit of the fit's message term (messages² /
+ * heuristic tokens): as much as one growth step of two messages and 400 heuristic tokens.
+ */
+const MESSAGE_PRIOR_WEIGHT = 0.01;
+/**
+ * A growth step teaches the rates at most this factor above or below what they predicted for it.
+ * What goes beyond is no rate: a host's hidden prompt that grew (an attachment, a hook's output the
+ * guard never saw) or a provider that dropped part of the history (earlier reasoning). The anchor
+ * carries it, since it is in the real count; the rates, which price the next additions, do not.
+ */
+const STEP_OUTLIER_FACTOR = 2;
 
 const clamp = (x: number, c: ResolvedCalibration): number => Math.min(c.max, Math.max(c.min, x));
 
@@ -45,9 +60,11 @@ function priorCorrection(state: CalibrationState, c: ResolvedCalibration): numbe
 }
 
 /**
- * Correction for what was added since the anchor: the ratio of the decayed growth sums. The sums
- * start from the prior as pseudo-counts, so that a few small early growth steps (where per-message
- * overheads dominate) do not swing the estimate; the prior then fades like any old growth.
+ * Real tokens per heuristic token of what was added since the anchor, per-message costs included:
+ * the ratio of the decayed growth sums. The sums start from the prior as pseudo-counts, so that a
+ * few small early growth steps do not swing the estimate; the prior then fades like any old growth.
+ * It prices whole prompts after a reset (the invisible part beside it then holds the anchor's
+ * per-message costs too); additions are priced by growthModel.
  */
 function marginalCorrection(state: CalibrationState, c: ResolvedCalibration): number {
   const g = state.growth;
@@ -55,13 +72,53 @@ function marginalCorrection(state: CalibrationState, c: ResolvedCalibration): nu
   return clamp(g.realTokens / g.heuristicTokens, c);
 }
 
+/** How an addition is priced: `rate` real tokens per heuristic token plus `perMessage` real tokens per message. */
+export interface GrowthModel {
+  rate: number;
+  perMessage: number;
+}
+
+/**
+ * The growth model: real = rate × heuristic + perMessage × messages, fitted on the decayed growth
+ * steps by least squares weighted by 1 / heuristic (the weights that make the plain ratio of sums
+ * the fit without a message term). The prior rate enters as a pseudo-step without messages, the
+ * prior per-message cost (0) with MESSAGE_PRIOR_WEIGHT; before any growth, or with growth stored
+ * without the message sums, the model is the plain marginal correction and no per-message cost.
+ * A cost per message that comes out negative is no cost: the rate is then the plain ratio.
+ */
+export function growthModel(state: CalibrationState, c: ResolvedCalibration): GrowthModel {
+  const g = state.growth;
+  if (!g || g.heuristicTokens <= 0) return { rate: priorCorrection(state, c), perMessage: 0 };
+  const messages = g.messages ?? 0;
+  const load = (g.messageLoad ?? 0) + MESSAGE_PRIOR_WEIGHT;
+  const messageReal = g.messageReal ?? 0;
+  // Normal equations: realTokens = rate·heuristicTokens + perMessage·messages and
+  // messageReal = rate·messages + perMessage·load. det > 0 (Cauchy-Schwarz, and the priors).
+  const det = g.heuristicTokens * load - messages * messages;
+  let rate = g.realTokens / g.heuristicTokens;
+  let perMessage = 0;
+  if (det > 0 && Number.isFinite(det)) {
+    const b = (g.heuristicTokens * messageReal - messages * g.realTokens) / det;
+    if (b > 0) {
+      perMessage = b;
+      rate = (g.realTokens * load - messages * messageReal) / det;
+    }
+  }
+  const clamped = clamp(rate, c);
+  // A rate held at a bound: the per-message cost that best fits with it.
+  if (clamped !== rate && perMessage > 0) perMessage = Math.max(0, (messageReal - clamped * messages) / load);
+  return { rate: clamped, perMessage };
+}
+
 /**
  * Estimate of a request. `extension` is set when the request starts with the anchor's prompt (see
  * extendsPrompt): then the anchor's real count is exact for that part, only the addition is
- * estimated, and the result is never below the anchor's real count. `responseChars` is the
- * heuristic size of the assistant message right after the anchor's prompt: the response whose
- * output tokens the provider reported, a real count for it too. Providers may drop part of it
- * from later prompts (reasoning), so the output count is a floor, never a replacement.
+ * estimated (growthModel: its text at the rate, each added message at the per-message cost), and
+ * the result is never below the anchor's real count. `responseChars` is the heuristic size of the
+ * assistant message right after the anchor's prompt: the response whose output tokens the provider
+ * reported, a real count for it too. Providers may drop part of it from later prompts (reasoning),
+ * so the output count is a floor for the response's estimate (its text and its message), never a
+ * replacement.
  */
 export function estimate(
   request: RequestMeasure,
@@ -90,12 +147,13 @@ export function estimate(
     };
   }
   if (extension) {
-    const correction = marginalCorrection(state, c);
+    const { rate: correction, perMessage } = growthModel(state, c);
     const addedText = (request.chars - anchor.chars) / CHARS_PER_TOKEN;
+    const addedMessages = Math.max(0, request.prompt.messages - anchor.prompt.messages);
     const addedMedia = request.mediaTokens - anchor.mediaTokens;
-    let added = addedText * correction + addedMedia;
+    let added = addedText * correction + addedMessages * perMessage + addedMedia;
     if (extension.responseChars !== undefined && anchor.outputTokens !== undefined) {
-      const response = (extension.responseChars / CHARS_PER_TOKEN) * correction;
+      const response = (extension.responseChars / CHARS_PER_TOKEN) * correction + perMessage;
       added += Math.max(0, anchor.outputTokens - response);
     }
     const tokens = Math.max(anchor.realTokens, anchor.realTokens + added);
@@ -112,7 +170,8 @@ export function estimate(
 
 /**
  * Folds a real count into the calibration: the pending request becomes the anchor, and when it
- * extended the previous anchor its growth updates the marginal correction.
+ * extended the previous anchor its growth, held within STEP_OUTLIER_FACTOR of what the growth
+ * model predicted for it, updates the model's sums.
  */
 export function recordRealCount(
   state: CalibrationState,
@@ -125,15 +184,22 @@ export function recordRealCount(
   const anchor = state.anchor;
   if (anchor && pending.extendsAnchor) {
     const addedHeuristic = (pending.chars - anchor.chars) / CHARS_PER_TOKEN;
+    const addedMessages = Math.max(0, pending.prompt.messages - anchor.prompt.messages);
     const addedReal = realTokens - anchor.realTokens - (pending.mediaTokens - anchor.mediaTokens);
     if (addedHeuristic > 0 && addedReal > 0) {
       const before = growth ?? {
         realTokens: priorCorrection(state, c) * PRIOR_WEIGHT_TOKENS,
         heuristicTokens: PRIOR_WEIGHT_TOKENS,
       };
+      const model = growthModel(state, c);
+      const predicted = model.rate * addedHeuristic + model.perMessage * addedMessages;
+      const learned = Math.min(Math.max(addedReal, predicted / STEP_OUTLIER_FACTOR), predicted * STEP_OUTLIER_FACTOR);
       growth = {
-        realTokens: before.realTokens * GROWTH_DECAY + addedReal,
+        realTokens: before.realTokens * GROWTH_DECAY + learned,
         heuristicTokens: before.heuristicTokens * GROWTH_DECAY + addedHeuristic,
+        messages: (before.messages ?? 0) * GROWTH_DECAY + addedMessages,
+        messageLoad: (before.messageLoad ?? 0) * GROWTH_DECAY + (addedMessages * addedMessages) / addedHeuristic,
+        messageReal: (before.messageReal ?? 0) * GROWTH_DECAY + (addedMessages * learned) / addedHeuristic,
       };
     }
   }

@@ -1,5 +1,6 @@
 // The calibration maths on plain state (tokens/calibration.ts): the estimate's three methods and
-// the response floor, how a real count is folded in (growth sums and their decay), the reset after
+// the response floor, how a real count is folded in (growth sums and their decay, steps far off
+// their prediction), the growth model (a rate and a cost per added message), the reset after
 // a compaction and the pricing that follows it, the plausible ranges of a provider's counts, and
 // the offset a compaction carries. Default calibration: min 1, max 5, default 1.5.
 import { describe, expect, it } from 'vitest';
@@ -8,6 +9,7 @@ import type { CalibrationState, PendingRequest, RequestMeasure } from '../../src
 import {
   compactionCalibration,
   estimate,
+  growthModel,
   plausibleInputRange,
   plausibleOutputMax,
   priceAfterReset,
@@ -164,6 +166,40 @@ describe('recordRealCount', () => {
     expect(next.growth?.realTokens).toBeCloseTo(1_500 * 0.7 + 3_000);
   });
 
+  it('learns at most twice the predicted growth: a jump of the hidden part stays in the anchor', () => {
+    // Rate 1.5 measured; 1,000 heuristic tokens were added and the real count grew by 10,000 (a
+    // host's hidden attachment, a hook's output): the rates learn 3,000, the anchor has it all.
+    const state: CalibrationState = {
+      ...anchored(4_000, 2_000),
+      growth: { realTokens: 1_500, heuristicTokens: 1_000 },
+    };
+    const next = recordRealCount(state, pending(8_000, true), 12_000, undefined, C);
+    expect(next.growth?.realTokens).toBeCloseTo(1_500 * 0.7 + 3_000);
+    expect(next.anchor?.realTokens).toBe(12_000);
+    // The next addition is priced near the provider's rate, not at the clamp (5).
+    expect(estimate(request(12_000), next, C, { responseChars: undefined }).correction).toBeLessThan(2.5);
+  });
+
+  it('learns at least half the predicted growth: a provider dropping earlier reasoning is no cheaper rate', () => {
+    // Rate 1.5 measured; 1,000 heuristic tokens were added, but the provider dropped earlier
+    // reasoning from this prompt: the real count grew by 200 only.
+    const state: CalibrationState = {
+      ...anchored(4_000, 2_000),
+      growth: { realTokens: 1_500, heuristicTokens: 1_000 },
+    };
+    const next = recordRealCount(state, pending(8_000, true), 2_200, undefined, C);
+    expect(next.growth?.realTokens).toBeCloseTo(1_500 * 0.7 + 750);
+    expect(next.anchor?.realTokens).toBe(2_200);
+  });
+
+  it('adds the messages of each step to the message sums', () => {
+    const next = recordRealCount(anchored(4_000, 2_000), grown(8_000, 4), 5_000, undefined, C);
+    // 1,000 heuristic tokens in 2 messages, 3,000 real (within twice the 1,500 predicted).
+    expect(next.growth).toMatchObject({ messages: 2 });
+    expect(next.growth?.messageLoad).toBeCloseTo(4 / 1_000);
+    expect(next.growth?.messageReal).toBeCloseTo((2 * 3_000) / 1_000);
+  });
+
   it('keeps the growth as it was when the request did not extend the anchor', () => {
     const growth = { realTokens: 400, heuristicTokens: 100 };
     const next = recordRealCount({ ...anchored(4_000, 2_000), growth }, pending(8_000, false), 5_000, undefined, C);
@@ -184,6 +220,126 @@ describe('recordRealCount', () => {
     };
     const next = recordRealCount(state, pending(400, false), 150, undefined, C);
     expect(Object.keys(next)).toEqual(['anchor']);
+  });
+});
+
+/** A request of `chars` characters in `messages` messages that extends the anchor. */
+const grown = (chars: number, messages: number): PendingRequest => ({
+  ...request(chars, 0, messages),
+  extendsAnchor: true,
+  estimatedTokens: 0,
+});
+
+/**
+ * Folds growth steps into `start` (by default anchored on 2,000 real tokens for 4,000 characters
+ * in 2 messages): each step adds [heuristic tokens, messages] that really cost `cost` of them.
+ */
+function grow(
+  steps: ReadonlyArray<readonly [number, number]>,
+  cost: (tokens: number, messages: number) => number,
+  start: CalibrationState = anchored(4_000, 2_000),
+): CalibrationState {
+  let state = start;
+  for (const [tokens, messages] of steps) {
+    const a = state.anchor as NonNullable<CalibrationState['anchor']>;
+    const next = grown(a.chars + tokens * 4, a.prompt.messages + messages);
+    state = recordRealCount(state, next, a.realTokens + cost(tokens, messages), undefined, C);
+  }
+  return state;
+}
+
+/** A tool-using session: large tool outputs, then small steps (a call and a short result each). */
+const SESSION: ReadonlyArray<readonly [number, number]> = [
+  [3_000, 2],
+  [50, 2],
+  [60, 2],
+  [2_000, 2],
+  [40, 2],
+  [80, 2],
+  [50, 2],
+  [70, 2],
+];
+
+describe('growthModel', () => {
+  it('is the prior marginal rate, without a cost per message, before any growth', () => {
+    expect(growthModel(anchored(4_000, 2_000), C)).toEqual({ rate: 1.5, perMessage: 0 });
+  });
+
+  it('is the plain ratio, without a cost per message, for growth stored without the message sums', () => {
+    expect(growthModel({ ...anchored(4_000, 2_000), growth: { realTokens: 300, heuristicTokens: 100 } }, C)).toEqual({
+      rate: 3,
+      perMessage: 0,
+    });
+  });
+
+  it('fits a cost per added message beside the rate', () => {
+    // The provider wraps each message (a tool call, a tool result) in 30 tokens of its own.
+    const m = growthModel(
+      grow(SESSION, (tokens, messages) => 1.4 * tokens + 30 * messages),
+      C,
+    );
+    expect(m.rate).toBeCloseTo(1.4, 1);
+    expect(m.perMessage).toBeGreaterThan(25);
+    expect(m.perMessage).toBeLessThan(32);
+  });
+
+  it('finds no cost per message where the provider counts none', () => {
+    const m = growthModel(
+      grow([...SESSION, ...SESSION], (tokens) => 2 * tokens),
+      C,
+    );
+    // What is left of the prior (rate 1.5, no cost per message) after sixteen steps.
+    expect(m.rate).toBeCloseTo(2, 2);
+    expect(m.perMessage).toBeLessThan(0.5);
+  });
+
+  it('takes a negative cost per message as none: the rate is then the plain ratio', () => {
+    // Small steps cheaper per token than large ones.
+    const state = grow(SESSION, (tokens, messages) => 1.5 * tokens - 10 * messages);
+    const g = state.growth as NonNullable<CalibrationState['growth']>;
+    expect(growthModel(state, C)).toEqual({ rate: g.realTokens / g.heuristicTokens, perMessage: 0 });
+  });
+
+  it('holds the rate at its bounds and fits the cost per message to it', () => {
+    const m = growthModel(
+      grow(SESSION, (tokens, messages) => 0.8 * tokens + 20 * messages),
+      C,
+    );
+    expect(m.rate).toBe(1);
+    expect(m.perMessage).toBeGreaterThan(0);
+  });
+});
+
+describe('estimate with a cost per message', () => {
+  const cost = (tokens: number, messages: number) => 1.4 * tokens + 30 * messages;
+  const state = grow(SESSION, cost);
+  const a = state.anchor as NonNullable<CalibrationState['anchor']>;
+
+  it('prices a large addition after small steps at the rate, not at the small steps’ ratio', () => {
+    // Ten thousand heuristic tokens of tool output in two messages: the ratio of the growth sums,
+    // inflated by the per-message cost of the small steps, would price it 60% too high.
+    const e = estimate(grown(a.chars + 40_000, a.prompt.messages + 2), state, C, { responseChars: undefined });
+    const real = a.realTokens + cost(10_000, 2);
+    expect(Math.abs(e.tokens - real) / real).toBeLessThan(0.01);
+  });
+
+  it('adds the cost of each added message', () => {
+    const m = growthModel(state, C);
+    const e = estimate(grown(a.chars + 400, a.prompt.messages + 3), state, C, { responseChars: undefined });
+    expect(e.tokens).toBe(Math.ceil(a.realTokens + 100 * m.rate + 3 * m.perMessage));
+  });
+
+  it('counts the response’s message in the estimate its output count is a floor for', () => {
+    const m = growthModel(state, C);
+    // The response: 400 characters in one message; the output count matches its estimate.
+    const response = 100 * m.rate + m.perMessage;
+    const at = (outputTokens: number) =>
+      estimate(grown(a.chars + 800, a.prompt.messages + 2), { ...state, anchor: { ...a, outputTokens } }, C, {
+        responseChars: 400,
+      }).tokens;
+    const without = Math.ceil(a.realTokens + 200 * m.rate + 2 * m.perMessage);
+    expect(at(Math.floor(response))).toBe(without);
+    expect(at(Math.floor(response) + 50)).toBeGreaterThanOrEqual(without + 49);
   });
 });
 
