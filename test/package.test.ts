@@ -35,3 +35,33 @@ describe('package exports', () => {
     expect(out).toBe('ContextGuardConfigError:contextWindow');
   });
 });
+
+describe('the published tarball', () => {
+  it('holds the ESM and CommonJS builds with their types, LICENSE and README, and nothing else', () => {
+    // npm test has built dist/ already: --ignore-scripts skips prepack's second build.
+    const [pack] = JSON.parse(
+      execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { encoding: 'utf8' }),
+    ) as Array<{ files: Array<{ path: string }> }>;
+    const files = (pack?.files ?? []).map((f) => f.path).sort();
+    for (const required of [
+      'LICENSE',
+      'README.md',
+      'package.json',
+      'dist/esm/src/index.js',
+      'dist/esm/src/index.d.ts',
+      'dist/cjs/src/index.js',
+      'dist/cjs/src/index.d.ts',
+      'dist/cjs/package.json',
+      'dist/esm/adapters/ai-sdk/index.js',
+      'dist/cjs/adapters/langchain/index.js',
+      'dist/esm/adapters/redis/index.d.ts',
+    ])
+      expect(files, required).toContain(required);
+    // Every file is a build output or one of the three documents: no sources, tests or source maps
+    // pointing at files that do not ship.
+    const stray = files.filter(
+      (f) => !['LICENSE', 'README.md', 'package.json'].includes(f) && !/^dist\/(esm|cjs)\/.+\.(js|d\.ts|json)$/.test(f),
+    );
+    expect(stray).toEqual([]);
+  });
+});

@@ -60,7 +60,9 @@ function setup(
 type Mode = 'generate' | 'stream';
 
 async function run(mode: Mode, args: Parameters<typeof generateText>[0]) {
-  const common = { maxRetries: 0, ...args } as Parameters<typeof generateText>[0];
+  // Hosts of ai 6 send their system prompt as a system message in `messages`; saying so keeps ai 6
+  // from warning on every call.
+  const common = { maxRetries: 0, allowSystemInMessages: true, ...args } as Parameters<typeof generateText>[0];
   if (mode === 'generate') {
     const r = await generateText(common);
     return { text: r.text, steps: r.steps };
