@@ -11,7 +11,11 @@
 //   - seed: heuristic × clamp(real / heuristic of the previous call, 1, 5), 1.5 on the first call.
 // The first call of a file and the first call after a compaction boundary are not scored: the
 // files lack the hidden system prompt and tool schemas, which only a real count reveals.
-import { createContextGuard, type ContextGuardOptions, type EstimateEvent, type GuardMessage } from '../src/index.ts';
+//
+// The replay itself is cli/estimate.ts, shared with `context-guard replay`: both report the same
+// estimate error for the same file.
+import { estimateCalls, summarizeErrors } from '../cli/estimate.ts';
+import type { ContextGuardOptions, GuardMessage } from '../src/index.ts';
 import { loadTranscripts, type Transcript } from './transcripts.ts';
 
 type Method = 'guard' | 'seed' | 'chars/4';
@@ -61,70 +65,38 @@ export async function replay(
   transcript: Transcript,
   exactCounting: ContextGuardOptions['exactCounting'] = 'auto',
 ): Promise<Scores> {
-  let lastEstimate: EstimateEvent | undefined;
-  // Far above every prompt: this measures estimation, not compaction.
-  const guard = createContextGuard({ contextWindow: 100_000_000, exactCounting });
-  // The baselines are computed from plain chars/4, whatever the guard's exact counting does.
-  const plain = createContextGuard({
-    contextWindow: 100_000_000,
-    exactCounting: 'off',
-    onEvent: (e) => {
-      if (e.type === 'estimate') lastEstimate = e;
-    },
-  });
+  const estimates = await estimateCalls(transcript, { exactCounting });
   const errors: Record<Method, number[]> = { guard: [], seed: [], 'chars/4': [] };
   const calls: ScoredCall[] = [];
   let previous: { real: number; heuristic: number; output: number | undefined; messages: number } | undefined;
   for (const [index, call] of transcript.calls.entries()) {
-    const r = await guard.beforeModel({
-      sessionId: transcript.file,
-      modelId: transcript.modelId,
-      messages: call.messages,
-      tools: call.tools,
-    });
-    await plain.beforeModel({ sessionId: transcript.file, messages: call.messages, tools: call.tools });
-    const heuristic = lastEstimate!.heuristicTokens;
+    const { estimate, heuristic } = estimates[index]!;
     const seedCorrection = previous ? Math.min(5, Math.max(1, previous.real / previous.heuristic)) : 1.5;
+    const real = call.inputTokens;
     if (!call.skip) {
-      const real = call.inputTokens;
-      errors.guard.push((r.tokens - real) / real);
+      errors.guard.push((estimate - real) / real);
       errors.seed.push((heuristic * seedCorrection - real) / real);
       errors['chars/4'].push((heuristic - real) / real);
       calls.push({
         file: transcript.file,
         index,
         real,
-        estimate: r.tokens,
-        error: (r.tokens - real) / real,
+        estimate,
+        error: (estimate - real) / real,
         realGrowth: real - (previous?.real ?? 0),
         previousOutput: previous?.output,
         added: addedByKind(call.messages.slice(previous?.messages ?? 0)),
       });
     }
-    const usage = {
-      inputTokens: call.inputTokens,
-      ...(call.outputTokens !== undefined ? { outputTokens: call.outputTokens } : {}),
-    };
-    await guard.afterModel({ sessionId: transcript.file, usage });
-    previous = { real: call.inputTokens, heuristic, output: call.outputTokens, messages: call.messages.length };
+    previous = { real, heuristic, output: call.outputTokens, messages: call.messages.length };
   }
   return { errors, calls };
 }
 
-const quantile = (sorted: number[], q: number): number =>
-  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
 const pct = (x: number): string => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(2)}%`;
 
-export function summarize(errors: number[]) {
-  const abs = errors.map(Math.abs).sort((a, b) => a - b);
-  return {
-    n: errors.length,
-    medianAbs: quantile(abs, 0.5),
-    p95Abs: quantile(abs, 0.95),
-    worstUnder: Math.min(0, ...errors),
-    worstOver: Math.max(0, ...errors),
-  };
-}
+/** Median and p95 of |error|, worst under and over (cli/estimate.ts, shared with `context-guard replay`). */
+export const summarize = summarizeErrors;
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);

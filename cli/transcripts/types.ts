@@ -1,0 +1,106 @@
+// The common shape every transcript format is parsed into: the model calls of a session, each with
+// the messages that were sent (as GuardMessages), the tools, and the provider's real prompt size
+// when the file has it. `context-guard replay` and the benchmarks (bench/accuracy.ts) both read it.
+//
+// A parser mimics a real host: the history is an immutable, growing list shared by reference, so
+// the message objects of call k are the same objects (===) in call k+1's (new) array, unless a
+// compaction recorded in the file restarted the history in between.
+import type { GuardMessage, ToolDefinition } from '../../src/messages.ts';
+
+export type TranscriptFormat = 'claude-code' | 'codex' | 'mini-swe-agent' | 'openai' | 'ai-sdk';
+
+export const TRANSCRIPT_FORMATS: readonly TranscriptFormat[] = [
+  'claude-code',
+  'codex',
+  'mini-swe-agent',
+  'openai',
+  'ai-sdk',
+];
+
+export interface ReplayCall {
+  /** messages sent to the model for this call (GuardMessage[]), in order */
+  messages: GuardMessage[];
+  tools: ToolDefinition[];
+  /** provider-reported total prompt tokens of this call (cached included); undefined when the file has none */
+  inputTokens?: number;
+  outputTokens?: number;
+  /** the assistant message this call produced (it appears in later calls' messages) */
+  response?: GuardMessage;
+  /**
+   * why the estimate of this call should not be scored: the first call of a file, or the first call
+   * after a compaction recorded in the file (the files lack the hidden system prompt and tools)
+   */
+  skip?: 'first' | 'after-compaction';
+  /** 1-based line of the file where the call starts (JSONL formats) */
+  line?: number;
+}
+
+/** A line or entry of the file that could not be read; the rest of the file still is. */
+export interface ParseIssue {
+  /** 1-based line number, when known */
+  line?: number;
+  message: string;
+}
+
+export interface Transcript {
+  file: string;
+  format: TranscriptFormat;
+  modelId: string;
+  calls: ReplayCall[];
+  /** malformed lines or entries that were skipped */
+  issues: ParseIssue[];
+  /** compactions the host itself recorded (Claude Code's compact_boundary, Codex's `compacted`), by call index */
+  hostCompactions: Array<{ beforeCall: number; preTokens?: number }>;
+  /** the model's window as the file states it (Codex's `model_context_window`) */
+  contextWindow?: number;
+}
+
+export type Json = Record<string, unknown>;
+
+export function isObject(value: unknown): value is Json {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export function num(value: unknown): number {
+  return typeof value === 'number' && Number.isFinite(value) ? value : 0;
+}
+
+/** The message of a JSON.parse error, shortened for one line. */
+export function jsonErrorMessage(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  return text.length > 120 ? `${text.slice(0, 117)}...` : text;
+}
+
+/**
+ * Splits a JSONL text into parsed lines; a line that is not valid JSON, or not an object, becomes
+ * an issue naming its (1-based) line number and is skipped.
+ */
+export function parseJsonLines(text: string, issues: ParseIssue[]): Array<{ line: number; value: Json }> {
+  const out: Array<{ line: number; value: Json }> = [];
+  const lines = text.split('\n');
+  for (const [i, raw] of lines.entries()) {
+    if (raw.trim() === '') continue;
+    let value: unknown;
+    try {
+      value = JSON.parse(raw);
+    } catch (error) {
+      issues.push({ line: i + 1, message: `not valid JSON (${jsonErrorMessage(error)})` });
+      continue;
+    }
+    if (!isObject(value)) {
+      issues.push({ line: i + 1, message: 'not a JSON object' });
+      continue;
+    }
+    out.push({ line: i + 1, value });
+  }
+  return out;
+}
+
+/** Content that is a string, null, or an array of `{type:'text', text}` parts, as plain text. */
+export function openAiText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) {
+    return content.map((part) => (isObject(part) && typeof part.text === 'string' ? part.text : '')).join('');
+  }
+  return '';
+}
