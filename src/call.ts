@@ -6,7 +6,7 @@ import type { ContextGuardEvent } from './events.ts';
 import type { GuardMessage, ToolDefinition } from './messages.ts';
 import { CHARACTER_MEASURE, encodingFor, textMeasure, type TextMeasure } from './tokens/exact.ts';
 import { mediaProviderForModel } from './tokens/media.ts';
-import type { MeasuredPrompt, PromptMeasurer } from './tokens/prompt-measure.ts';
+import { canonicalForms, type MeasuredPrompt, type PromptMeasurer } from './tokens/prompt-measure.ts';
 import { matchingOverride, resolveModelInfo } from './tokens/windows.ts';
 
 /** One beforeModel call: its messages, its window, and how its prompts are measured. */
@@ -20,6 +20,17 @@ export interface Call {
   threshold: number;
   /** A prompt measured with the tools, incrementally against this session's previous prompt. */
   measure: (messages: GuardMessage[]) => MeasuredPrompt;
+  /**
+   * The host's messages as they are, measured as the prompt (what `measure` gives for a copy of
+   * them), from their canonical form when the input check handed one over: then only the messages
+   * added since the last such measure are looked at.
+   */
+  measureHostPrompt: () => MeasuredPrompt;
+  /**
+   * The host's messages in canonical form (for each, the object first seen with its content), when
+   * the host rebuilt some of them: a prompt rendered from these measures without comparing them again.
+   */
+  canonicalInput?: readonly GuardMessage[];
   /** The host's messages measured on their own (fingerprints and hashes for the memo). */
   measureHost: () => MeasuredPrompt;
   /** Content hash of host message i. */
@@ -137,21 +148,37 @@ export class CallResolver {
     const { sessionId, modelId, tools, messages: hostMessages } = input;
     const contextWindow = this.window(sessionId, modelId, input.contextWindow);
     const threshold = contextWindow === undefined ? Number.POSITIVE_INFINITY : this.threshold(sessionId, contextWindow);
-    const text = await this.textMeasure(sessionId, modelId);
+    // Characters need no tokenizer: no promise to wait for on the common path.
+    const counted = encodingFor(this.options.exactCounting, modelId, this.options.models) !== undefined;
+    const text = counted ? await this.textMeasure(sessionId, modelId) : CHARACTER_MEASURE;
     const provider = mediaProviderForModel(modelId);
-    const [promptKey, hostKey, apartKey] = measurerKeys(sessionId);
+    // The session's own key; the other two are built when used (most calls measure neither).
+    const promptKey = sessionId;
+    // Set by the input check for this very array (safety.ts); the length guards against a host
+    // that changed the array in place since.
+    const form = canonicalForms.get(hostMessages);
+    const canonical = form?.length === hostMessages.length ? form : undefined;
+    const measureAs = (key: string, withTools: readonly ToolDefinition[] | undefined) =>
+      canonical
+        ? measurer.measureCanonical(key, canonical, withTools, provider, text)
+        : measurer.measure(key, hostMessages, withTools, provider, text);
     let host: MeasuredPrompt | undefined;
-    const measureHost = () => (host ??= measurer.measure(hostKey, hostMessages, undefined, provider, text));
+    const measureHost = () => (host ??= measureAs(measurerKeys(sessionId)[1], undefined));
+    const rebuilt = canonical?.rebuilt ? canonical.messages : undefined;
     return {
       sessionId,
       hostMessages,
+      ...(rebuilt
+        ? { canonicalInput: rebuilt.length === hostMessages.length ? rebuilt : rebuilt.slice(0, hostMessages.length) }
+        : {}),
       tools,
       contextWindow,
       threshold,
       measure: (messages) => measurer.measure(promptKey, messages, tools, provider, text),
+      measureHostPrompt: () => measureAs(promptKey, tools),
       measureHost,
       hashOf: (i) => measureHost().entries[i]?.hash ?? 0,
-      measureApart: (messages) => measurer.measure(apartKey, messages, tools, provider, text),
+      measureApart: (messages) => measurer.measure(measurerKeys(sessionId)[2], messages, tools, provider, text),
     };
   }
 }

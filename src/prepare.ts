@@ -75,10 +75,22 @@ function prepareWith(
     }
   }
   const view = renderView(call.hostMessages, memo, summaryApplies, call.hashOf, false);
-  let measured = call.measure(view.messages);
-  const repaired = repairToolPairing(view.messages, Math.min(pairing.take(call.sessionId), measured.unchanged));
+  // Untouched (no summary or edit applies): the host's messages, measured from their canonical
+  // form, at the cost of what was added since the last call. Otherwise the same view, rendered from
+  // the canonical form when the host rebuilt its messages: those the memo leaves alone are then the
+  // objects measured last time, not copies to compare again.
+  let measured = view.untouched
+    ? call.measureHostPrompt()
+    : call.measure(
+        call.canonicalInput
+          ? renderView(call.canonicalInput, memo, summaryApplies, call.hashOf, false).messages
+          : view.messages,
+      );
+  const from = Math.min(pairing.take(call.sessionId), measured.unchanged);
+  const repaired = repairToolPairing(view.messages, from, false);
   if (repaired.unansweredCalls + repaired.orphanResults > 0) {
     view.messages = repaired.messages;
+    view.untouched = false;
     view.unansweredCalls = repaired.unansweredCalls;
     view.orphanResults = repaired.orphanResults;
     measured = call.measure(view.messages);

@@ -11,6 +11,7 @@ import { mechanicalSummary } from './compaction/mechanical.ts';
 import { summaryMessage } from './compaction/placement.ts';
 import { clipMiddle, mediaLabel } from './compaction/text.ts';
 import { CHARS_PER_TOKEN, measureMessage } from './tokens/heuristic.ts';
+import { canonicalForms, MessageKeys } from './tokens/prompt-measure.ts';
 
 /** Deepest nesting searched for a cycle: no provider accepts deeper JSON anyway. */
 const MAX_DEPTH = 64;
@@ -202,12 +203,55 @@ function clippedRequest(request: UserMessage, maxChars: number): UserMessage {
 }
 
 /**
- * Remembers, per session, the last input whose entries were all messages, so that the next call
- * checks only what is not the very same object at the same place: the cost of the check follows
- * what the host added, not the whole history (hosts that rebuild their objects pay for all of it).
+ * How far `input` has the same messages as those `keys` describes (`canon`, in canonical form)
+ * from `from` on, below `limit`: the same object, or one the host rebuilt around the same content
+ * (see MessageKeys). An entry that cannot even be compared (a getter that throws) ends the run: it
+ * is checked as a new entry.
+ */
+function sameUpTo(
+  keys: MessageKeys,
+  canon: readonly GuardMessage[],
+  input: readonly unknown[],
+  from: number,
+  limit: number,
+): number {
+  try {
+    return keys.matching(input, canon, from, limit);
+  } catch {
+    // Compared again one by one, to find the entry that throws: checked from there (problemOf catches).
+    let i = from;
+    try {
+      while (i < limit && keys.matching(input, canon, i, i + 1) === i + 1) i++;
+    } catch {
+      // Entry i cannot be read.
+    }
+    return i;
+  }
+}
+
+/** A session's last input whose entries were all messages. */
+interface CheckedHistory {
+  /** For each position, the object first seen there with that content (an array that only grows). */
+  canon: GuardMessage[];
+  /** The content fields of `canon`'s messages, to compare rebuilt messages with. */
+  keys: MessageKeys;
+}
+
+/**
+ * Remembers, per session, the last input whose entries were all messages, in canonical form: for
+ * each position, the object first seen there with that content. The next call compares its
+ * messages with it once, by identity when the host resends its objects, by content fields when it
+ * rebuilt them (the AI SDK: one comparison per field of each part, never a walk of the values),
+ * and checks only the entries after the first that differs: the cost of the check follows what the
+ * host added, not the whole history.
+ *
+ * The canonical array only grows (an edit or a removal starts a new one from a copy of the
+ * unchanged part), so its first `n` entries never change once handed out, whatever later calls
+ * add. It is handed to the call that measures this input (canonicalForms, read by call.ts): the
+ * measures of earlier calls hold for the entries they covered, and those are not looked at again.
  */
 export class CheckedInputs {
-  private readonly last = new Map<string, readonly unknown[]>();
+  private readonly last = new Map<string, CheckedHistory>();
   private readonly max: number;
 
   constructor(max: number) {
@@ -215,18 +259,42 @@ export class CheckedInputs {
   }
 
   check(sessionId: string, input: readonly unknown[]): ValidatedMessages {
-    const previous = this.last.get(sessionId);
-    let from = 0;
-    if (previous) {
-      const n = Math.min(previous.length, input.length);
-      while (from < n && previous[from] === input[from]) from++;
+    const history = this.last.get(sessionId);
+    const n = input.length;
+    let same = 0;
+    let identical = 0;
+    if (history) {
+      const { canon, keys } = history;
+      const limit = Math.min(n, canon.length);
+      while (same < limit && input[same] === canon[same]) same++;
+      identical = same;
+      if (same < limit) same = sameUpTo(keys, canon, input, same, limit);
     }
-    const checked = validMessages(input, from, previous);
+    const checked = validMessages(input, same, history?.canon);
     this.last.delete(sessionId);
-    if (checked.dropped.length === 0) {
-      this.last.set(sessionId, input);
-      if (this.last.size > this.max) this.last.delete(this.last.keys().next().value as string);
+    if (checked.dropped.length > 0) {
+      canonicalForms.delete(input);
+      return checked;
     }
+    const canon = history?.canon;
+    // Grown in place when only new entries follow the known ones; otherwise a new array.
+    const next = canon && same === canon.length ? canon : (canon?.slice(0, same) ?? []);
+    const keys = history?.keys ?? new MessageKeys();
+    keys.truncate(same);
+    try {
+      for (let i = same; i < n; i++) {
+        next.push(input[i] as GuardMessage);
+        keys.push(input[i] as GuardMessage);
+      }
+    } catch {
+      // A field that cannot be read twice (a hostile getter): nothing is remembered, the next call
+      // checks everything again, and this one measures the input as it is.
+      canonicalForms.delete(input);
+      return checked;
+    }
+    this.last.set(sessionId, { canon: next, keys });
+    if (this.last.size > this.max) this.last.delete(this.last.keys().next().value as string);
+    canonicalForms.set(input, { messages: next, length: n, rebuilt: same > identical });
     return checked;
   }
 

@@ -232,6 +232,7 @@ function decisionCall(hostMessages: GuardMessage[] = [SYS, user('r')]): Call {
     contextWindow: 10_000,
     threshold: 8_000,
     measure: unused,
+    measureHostPrompt: unused,
     measureHost: unused,
     hashOf: unused,
     measureApart: unused,

@@ -165,6 +165,8 @@ export interface View {
   headLength: number;
   unansweredCalls: number;
   orphanResults: number;
+  /** The messages are the input's, all of them, in order and unedited (no summary, no edit applies). */
+  untouched?: boolean;
 }
 
 /**
@@ -226,7 +228,11 @@ export function renderView(
   }
   const headLength = messages.length;
   // The common case, on every call: the host's messages as they are (one native copy).
-  if (!edit && headLength === 0) return viewOf(input.slice(from), headLength, headOrigin, from, input.length, repair);
+  if (!edit && headLength === 0) {
+    const view = viewOf(input.slice(from), headLength, headOrigin, from, input.length, repair);
+    if (from === 0 && view.unansweredCalls + view.orphanResults === 0) view.untouched = true;
+    return view;
+  }
   for (let i = from; i < input.length; i++)
     messages.push(edit ? edit(input[i] as GuardMessage, i) : (input[i] as GuardMessage));
   return viewOf(messages, headLength, headOrigin, from, input.length, repair);

@@ -77,10 +77,11 @@ function orphanNote(parts: ToolResultPart[]): UserMessage {
  * message: a call with no result in the tool messages right after it becomes a text note in its
  * assistant message; a result whose call is not in the assistant message right before it moves
  * into a user message (its content kept). Untouched messages keep their identity, and a valid
- * conversation comes back as the very same messages. Linear in the number of parts from `from`,
- * where the caller knows the messages before it are unchanged and were valid.
+ * conversation comes back as the very same messages (in a copy of the array, or, unless `copy`,
+ * in `messages` itself). Linear in the number of parts from `from`, where the caller knows the
+ * messages before it are unchanged and were valid.
  */
-export function repairToolPairing(messages: readonly GuardMessage[], from = 0): RepairResult {
+export function repairToolPairing(messages: readonly GuardMessage[], from = 0, copy = true): RepairResult {
   let out: GuardMessage[] | undefined;
   let unansweredCalls = 0;
   let orphanResults = 0;
@@ -90,9 +91,12 @@ export function repairToolPairing(messages: readonly GuardMessage[], from = 0): 
   };
 
   let owner: Set<string> = new Set();
-  // Scanning may start at any message that is not a tool message: pairing state resets there.
+  // Scanning may start at any message that is not a tool message: pairing state resets there. It
+  // starts at the unit of the message before `from`: that unit's results follow its call, and may
+  // be among what changed (a host that removed or moved an old result).
   let start = Math.max(0, Math.min(from, messages.length));
-  while (start > 0 && (messages[start] as GuardMessage | undefined)?.role === 'tool') start--;
+  while (start > 0 && (messages[start - 1] as GuardMessage | undefined)?.role === 'tool') start--;
+  if (start > 0 && (messages[start - 1] as GuardMessage | undefined)?.role === 'assistant') start--;
   for (let i = start; i < messages.length; i++) {
     const m = messages[i] as GuardMessage;
     if (typeof m !== 'object' || m === null) continue;
@@ -108,7 +112,9 @@ export function repairToolPairing(messages: readonly GuardMessage[], from = 0): 
         const content = (messages[j] as ToolMessage).content;
         if (Array.isArray(content)) for (const p of content) if (p?.type === 'tool-result') answered.add(p.toolCallId);
       }
-      if ([...owner].every((id) => answered.has(id))) continue;
+      let unanswered = false;
+      for (const id of owner) if (!answered.has(id)) unanswered = true;
+      if (!unanswered) continue;
       const content = (m.content as Exclude<AssistantMessage['content'], string>).map((p) => {
         if (!isToolCall(p) || answered.has(p.toolCallId)) return p;
         unansweredCalls++;
@@ -134,7 +140,11 @@ export function repairToolPairing(messages: readonly GuardMessage[], from = 0): 
       owner = new Set();
     }
   }
-  return { messages: out ?? messages.slice(), unansweredCalls, orphanResults };
+  return {
+    messages: out ?? (copy ? messages.slice() : (messages as GuardMessage[])),
+    unansweredCalls,
+    orphanResults,
+  };
 }
 
 /** Where the last unit starts: every message before it is settled (its calls answered or not for good). */

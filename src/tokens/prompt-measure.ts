@@ -1,9 +1,14 @@
 // Measures a whole prompt at a cost that grows with what was added since the session's previous
 // call, not with the whole history. Hosts resend the entire history on every call: LangChain
-// reuses the message objects, the AI SDK rebuilds them around the same strings. So each message
-// is matched against the one at the same position last time (same object, or a shallow copy of
-// it), then against a per-object cache (messages kept after a compaction move position), and only
-// then measured. The cache lives in this process only; the session state keeps just fingerprints.
+// reuses the message objects, the AI SDK rebuilds them around the same strings. The guard's input
+// check (safety.ts) compares each call's messages with the last ones once, and hands over the
+// history in canonical form: an array that only grows, holding for each message the object first
+// seen with its content. Measured in that form, the messages measured last time are known
+// unchanged without looking at them again. Any other prompt (one a compaction edited) is matched
+// message by message against the one at the same position last time (same object, or a shallow
+// copy of it), then against a per-object cache (messages kept after a compaction move position),
+// and only then measured. The cache lives in this process only; the session state keeps just
+// fingerprints.
 import type { GuardMessage, ToolDefinition } from '../messages.ts';
 import type { PromptFingerprint, RequestMeasure } from './fingerprint.ts';
 import { hashMessage } from './hash.ts';
@@ -22,9 +27,31 @@ export interface Entry {
   hash: number;
 }
 
+/**
+ * A host's messages in canonical form: the first `length` entries of `messages`, an array that only
+ * ever grows. Its entries below a length once handed out never change, so a measure of the same
+ * array that covered `n` messages still holds for its first `n` (see CheckedInputs in safety.ts).
+ */
+export interface CanonicalMessages {
+  messages: readonly GuardMessage[];
+  length: number;
+  /** Some of them may not be the host's own objects (it rebuilt them around the same content). */
+  rebuilt: boolean;
+}
+
+/**
+ * The canonical form of each message array the guard's input check passed whole, by that array:
+ * how the call that measures it finds the form (the check runs before the call is set up).
+ */
+export const canonicalForms = new WeakMap<readonly unknown[], CanonicalMessages>();
+
 interface SessionCache {
   kind: string;
   entries: Entry[];
+  /** The message of each entry, flat: the identity comparison reads no entry object. */
+  seen: GuardMessage[];
+  /** The canonical array the entries measure (all of them), when the last measure was of one. */
+  source: readonly GuardMessage[] | undefined;
   /** Running totals over `entries`: chars, media tokens and the prefix hash up to each message. */
   cumChars: number[];
   cumMedia: number[];
@@ -70,6 +97,20 @@ function sameValue(a: unknown, b: unknown, depth: number): boolean {
 
 type AnyPart = Record<string, unknown> & { type?: unknown };
 
+/** Whether two tool outputs carry the same content. */
+function sameOutput(a: AnyPart | undefined, b: AnyPart | undefined): boolean {
+  return (
+    a === b ||
+    (typeof a === 'object' &&
+      typeof b === 'object' &&
+      a !== null &&
+      b !== null &&
+      a.type === b.type &&
+      sameValue(a['value'], b['value'], 8) &&
+      a['reason'] === b['reason'])
+  );
+}
+
 /**
  * Whether two parts carry the same content. The fields that hold content are compared first and
  * by identity, which is what a rebuilt part shares with the original; only unusual parts fall
@@ -88,15 +129,12 @@ function samePart(a: AnyPart, b: AnyPart): boolean {
       return (
         a['toolCallId'] === b['toolCallId'] && a['toolName'] === b['toolName'] && sameValue(a['input'], b['input'], 8)
       );
-    case 'tool-result': {
-      if (a['toolCallId'] !== b['toolCallId'] || a['toolName'] !== b['toolName']) return false;
-      const oa = a['output'] as AnyPart | undefined;
-      const ob = b['output'] as AnyPart | undefined;
+    case 'tool-result':
       return (
-        oa === ob ||
-        (!!oa && !!ob && oa.type === ob.type && sameValue(oa['value'], ob['value'], 8) && oa['reason'] === ob['reason'])
+        a['toolCallId'] === b['toolCallId'] &&
+        a['toolName'] === b['toolName'] &&
+        sameOutput(a['output'] as AnyPart | undefined, b['output'] as AnyPart | undefined)
       );
-    }
     case 'image':
       return a['image'] === b['image'] && a['mediaType'] === b['mediaType'];
     case 'file':
@@ -106,7 +144,10 @@ function samePart(a: AnyPart, b: AnyPart): boolean {
   }
 }
 
-/** Whether `b` is the same message as `a`, typically a copy the host rebuilt around the same strings. */
+/**
+ * Whether `b` is the same message as `a`, typically a copy the host rebuilt around the same strings:
+ * the same role and options, and parts of the same types with the same content fields.
+ */
 function sameMessage(a: GuardMessage, b: GuardMessage): boolean {
   if (a === b) return true;
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || a.role !== b.role) return false;
@@ -117,6 +158,147 @@ function sameMessage(a: GuardMessage, b: GuardMessage): boolean {
   if (!Array.isArray(ca) || !Array.isArray(cb) || ca.length !== cb.length) return false;
   for (let i = 0; i < ca.length; i++) if (!samePart(ca[i] as AnyPart, cb[i] as AnyPart)) return false;
   return true;
+}
+
+/** Stands in MessageKeys for a part that is not an object (kept as it is). */
+const NOT_AN_OBJECT = Symbol('not an object');
+// The layout of a part's keys in MessageKeys, after its code, type and options.
+const TEXT = 1; // text
+const CALL = 2; // toolCallId, toolName, input
+const RESULT = 3; // toolCallId, toolName, output
+const IMAGE = 4; // image, mediaType
+const FILE = 5; // data, mediaType, filename
+const OTHER = 6; // the part itself
+
+/**
+ * The content fields sameMessage compares, for a run of messages, in one flat array: for each
+ * message its role, options, content and the number of its parts (-1 for a string), then for each
+ * part a layout code, its type, options and the fields of its type. A history the host rebuilt
+ * around the same values is compared by reading the rebuilt objects and this array from start to
+ * end, not the original objects scattered over the heap, which at thousands of messages is most of
+ * the cost.
+ */
+export class MessageKeys {
+  private readonly keys: unknown[] = [];
+  /** Where each message's keys start in `keys`. */
+  private readonly starts: number[] = [];
+
+  get length(): number {
+    return this.starts.length;
+  }
+
+  /** Keeps the keys of the first `n` messages only. */
+  truncate(n: number): void {
+    if (n >= this.starts.length) return;
+    this.keys.length = this.starts[n] as number;
+    this.starts.length = n;
+  }
+
+  /** Appends the keys of a message that passed the input check (an object with a role). */
+  push(message: GuardMessage): void {
+    const k = this.keys;
+    this.starts.push(k.length);
+    const m = message as unknown as AnyPart;
+    const content = m['content'];
+    // The length of an array of parts, -1 for a string: the comparison never reads the original object.
+    k.push(m['role'], m['providerOptions'], content, Array.isArray(content) ? content.length : -1);
+    if (!Array.isArray(content)) return;
+    for (const part of content as unknown[]) {
+      if (typeof part !== 'object' || part === null) {
+        k.push(NOT_AN_OBJECT, part);
+        continue;
+      }
+      const p = part as AnyPart;
+      switch (p.type) {
+        case 'text':
+        case 'reasoning':
+          k.push(TEXT, p.type, p['providerOptions'], p['text']);
+          break;
+        case 'tool-call':
+          k.push(CALL, p.type, p['providerOptions'], p['toolCallId'], p['toolName'], p['input']);
+          break;
+        case 'tool-result':
+          k.push(RESULT, p.type, p['providerOptions'], p['toolCallId'], p['toolName'], p['output']);
+          break;
+        case 'image':
+          k.push(IMAGE, p.type, p['providerOptions'], p['image'], p['mediaType']);
+          break;
+        case 'file':
+          k.push(FILE, p.type, p['providerOptions'], p['data'], p['mediaType'], p['filename']);
+          break;
+        default:
+          k.push(OTHER, p.type, p['providerOptions'], p);
+      }
+    }
+  }
+
+  /**
+   * How many of `input`'s messages from `from` on (below `limit`, at most `length`) are the same
+   * as the messages keyed at their positions, as sameMessage judges; a message that is the very
+   * object at its position in `keyed` (the messages keyed) is not compared. Throws on entries that
+   * are not objects (null) and on hostile ones (getters): callers that face the host's input catch
+   * (an entry that throws is not the same).
+   */
+  matching(input: readonly unknown[], keyed: readonly unknown[], from: number, limit: number): number {
+    const k = this.keys;
+    const starts = this.starts;
+    const end = Math.min(limit, starts.length);
+    let i = from;
+    messages: for (; i < end; i++) {
+      const m = input[i] as AnyPart;
+      if (m === keyed[i]) continue;
+      let j = starts[i] as number;
+      if (m['role'] !== k[j]) break;
+      const options = m['providerOptions'];
+      if (options !== k[j + 1] && !sameValue(k[j + 1], options, 3)) break;
+      const content = m['content'];
+      if (content === k[j + 2]) continue; // the same string, or the same array of parts
+      if (!Array.isArray(content) || content.length !== k[j + 3]) break;
+      j += 4;
+      for (let q = 0; q < content.length; q++) {
+        const part = content[q] as AnyPart;
+        const code = k[j];
+        if (code === NOT_AN_OBJECT) {
+          if (part !== k[j + 1]) break messages;
+          j += 2;
+          continue;
+        }
+        if (part.type !== k[j + 1]) break messages;
+        const partOptions = part['providerOptions'];
+        if (partOptions !== k[j + 2] && !sameValue(k[j + 2], partOptions, 3)) break messages;
+        switch (code) {
+          case TEXT:
+            if (part['text'] !== k[j + 3]) break messages;
+            j += 4;
+            break;
+          case CALL:
+            if (part['toolCallId'] !== k[j + 3] || part['toolName'] !== k[j + 4]) break messages;
+            if (part['input'] !== k[j + 5] && !sameValue(k[j + 5], part['input'], 8)) break messages;
+            j += 6;
+            break;
+          case RESULT:
+            if (part['toolCallId'] !== k[j + 3] || part['toolName'] !== k[j + 4]) break messages;
+            if (part['output'] !== k[j + 5] && !sameOutput(k[j + 5] as AnyPart, part['output'] as AnyPart))
+              break messages;
+            j += 6;
+            break;
+          case IMAGE:
+            if (part['image'] !== k[j + 3] || part['mediaType'] !== k[j + 4]) break messages;
+            j += 5;
+            break;
+          case FILE:
+            if (part['data'] !== k[j + 3] || part['mediaType'] !== k[j + 4] || part['filename'] !== k[j + 5])
+              break messages;
+            j += 6;
+            break;
+          default:
+            if (!sameValue(k[j + 3], part, 6)) break messages;
+            j += 4;
+        }
+      }
+    }
+    return i;
+  }
 }
 
 export class PromptMeasurer {
@@ -140,29 +322,66 @@ export class PromptMeasurer {
     provider: MediaProvider,
     text: TextMeasure,
   ): MeasuredPrompt {
-    const kind = `${provider}:${text.key}`;
+    return this.run(sessionId, messages, messages.length, false, tools, provider, text);
+  }
+
+  /**
+   * Measures a host's messages in canonical form (+ `tools`): when the session's last measure was of
+   * the same canonical array, the messages it covered are not looked at again.
+   */
+  measureCanonical(
+    sessionId: string,
+    canonical: CanonicalMessages,
+    tools: readonly ToolDefinition[] | undefined,
+    provider: MediaProvider,
+    text: TextMeasure,
+  ): MeasuredPrompt {
+    return this.run(sessionId, canonical.messages, canonical.length, true, tools, provider, text);
+  }
+
+  private run(
+    sessionId: string,
+    messages: readonly GuardMessage[],
+    n: number,
+    canonical: boolean,
+    tools: readonly ToolDefinition[] | undefined,
+    provider: MediaProvider,
+    text: TextMeasure,
+  ): MeasuredPrompt {
+    const kind = this.kindOf(provider, text.key);
     let cache = this.sessions.get(sessionId);
     if (cache) this.sessions.delete(sessionId); // re-inserted below: Map order is recency order
     if (!cache || cache.kind !== kind) {
-      cache = { kind, entries: [], cumChars: [], cumMedia: [], cumHash: [], tools: undefined, toolChars: 0 };
+      cache = {
+        kind,
+        entries: [],
+        seen: [],
+        source: undefined,
+        cumChars: [],
+        cumMedia: [],
+        cumHash: [],
+        tools: undefined,
+        toolChars: 0,
+      };
     }
-    const { entries, cumChars, cumMedia, cumHash } = cache;
+    const { entries, seen, cumChars, cumMedia, cumHash } = cache;
 
-    // The unchanged prefix: one identity comparison per message when the host resends the same
-    // objects, a shallow comparison when it rebuilt them around the same strings.
-    const n = messages.length;
+    // The unchanged prefix. The same canonical array as last time: everything measured then, at no
+    // cost. Otherwise one identity comparison per message when the host resends the same objects,
+    // a shallow comparison when it rebuilt them around the same strings.
     const limit = Math.min(n, entries.length);
-    let same = 0;
+    let same = canonical && cache.source === messages ? limit : 0;
     while (same < limit) {
-      const entry = entries[same] as Entry;
       const message = messages[same] as GuardMessage;
-      if (entry.message !== message) {
+      if (seen[same] !== message) {
+        const entry = entries[same] as Entry;
         if (!sameMessage(entry.message, message)) break;
         entries[same] = { ...entry, message }; // next time the identity check suffices
+        seen[same] = message;
       }
       same++;
     }
-    entries.length = cumChars.length = cumMedia.length = cumHash.length = same;
+    entries.length = seen.length = cumChars.length = cumMedia.length = cumHash.length = same;
 
     let chars = same > 0 ? (cumChars[same - 1] as number) : 0;
     let media = same > 0 ? (cumMedia[same - 1] as number) : 0;
@@ -175,10 +394,12 @@ export class PromptMeasurer {
       media += entry.mediaTokens;
       hash = combineHash(hash, entry.hash);
       entries.push(entry);
+      seen.push(message);
       cumChars.push(chars);
       cumMedia.push(media);
       cumHash.push(hash);
     }
+    cache.source = canonical ? messages : undefined;
 
     if (cache.tools !== tools) {
       cache.tools = tools;
@@ -196,6 +417,15 @@ export class PromptMeasurer {
       prompt: { messages: n, chars, hash: n > 0 ? hash : 0 },
       unchanged: same,
     };
+  }
+
+  private lastKind = { provider: '', key: '', kind: '' };
+
+  /** The kind of a measure, the same string each time (compared by identity on every call). */
+  private kindOf(provider: MediaProvider, key: string): string {
+    const last = this.lastKind;
+    if (last.provider !== provider || last.key !== key) this.lastKind = { provider, key, kind: `${provider}:${key}` };
+    return this.lastKind.kind;
   }
 
   /** Forgets a session's cached measures (the per-object cache forgets on its own). */
