@@ -46,7 +46,9 @@ export class RecallIndex {
   recall(sessionId: string, archive: SessionArchive, options: RecallOptions, defaultMaxChars: number): RecalledItem[] {
     const limit = clampInt(options.limit, DEFAULT_RECALL_LIMIT, 1, MAX_RECALL_LIMIT);
     const maxChars = clampInt(options.maxChars, defaultMaxChars, 200, Number.MAX_SAFE_INTEGER);
-    const query = typeof options.query === 'string' ? options.query.trim() : '';
+    // A query is a few words: a model that pastes a whole output as its query gets its first
+    // words searched, not an event loop held for each of thousands of fuzzy terms.
+    const query = typeof options.query === 'string' ? clipQuery(options.query) : '';
     const id = typeof options.id === 'string' ? options.id.trim() : '';
     if (!query && !id) return [];
     const index = this.indexOf(sessionId, archive);
@@ -119,6 +121,15 @@ function searchOf(index: SearchIndex): Search {
   );
   index.search = search;
   return search;
+}
+
+/** Most characters and distinct terms of a query that are searched. */
+const MAX_QUERY_CHARS = 1_000;
+const MAX_QUERY_TERMS = 32;
+
+function clipQuery(query: string): string {
+  const terms = [...new Set(tokenize(query.slice(0, MAX_QUERY_CHARS)))];
+  return terms.slice(0, MAX_QUERY_TERMS).join(' ').trim();
 }
 
 function clampInt(value: unknown, fallback: number, min: number, max: number): number {

@@ -189,6 +189,16 @@ describe('recall', () => {
     expect(ev.of('error').map((e) => e.stage)).toEqual(['recall']);
   });
 
+  it('searches the first words of a huge query, and still finds by them', async () => {
+    const { guard } = setup();
+    await guard.beforeModel({ sessionId: 's', messages: session(8) });
+    // A model that pastes a whole output as its query: its first words are searched.
+    const pasted = `ERR_LEDGER_7731 balance ${Array.from({ length: 20_000 }, (_, i) => `w${i % 97}`).join(' ')}`;
+    const [hit] = await guard.recall('s', { query: pasted });
+    expect(hit?.text).toContain('ERR_LEDGER_7731');
+    expect(await guard.recall('s', { query: ' '.repeat(10_000) })).toEqual([]);
+  });
+
   it('redacts secrets in what it archives', async () => {
     const { guard } = setup();
     const messages = session(8, 'export OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD');
