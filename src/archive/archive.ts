@@ -3,6 +3,7 @@
 // them again. The archive lives beside the session state in the same store (store.ts); the search
 // index is per process (recall.ts).
 import type { CompactionMemo, View } from '../compaction/memo.ts';
+import { clipMiddle } from '../compaction/text.ts';
 import type { CompactionResult } from '../compaction/types.ts';
 import type { ContextGuardEvent } from '../events.ts';
 import type { GuardMessage } from '../messages.ts';
@@ -11,6 +12,20 @@ import { archiveItems, replacedMessages, replacementsOf } from './items.ts';
 import { RecallIndex } from './recall.ts';
 import { ArchiveStore, type ArchiveStoreOptions } from './store.ts';
 import type { ArchiveBatch, ArchivedItem, CompactionReceipt, RecalledItem, RecallOptions } from './types.ts';
+
+/** No item is cut below this, whatever `archive.maxChars` says. */
+const MIN_ITEM_CHARS = 10_000;
+
+/**
+ * One original larger than half the archive's bound (a 100 MB tool output) is kept as its head and
+ * tail with a marker saying how much was left out: whole, it would evict everything else and stall
+ * every store write and search of the session.
+ */
+function boundedItem(item: ArchivedItem, maxChars: number): ArchivedItem {
+  if (item.text.length <= maxChars) return item;
+  const { cutAt: _cutAt, ...rest } = item;
+  return { ...rest, text: clipMiddle(item.text, maxChars, 'too large to archive whole') };
+}
 
 /** The header every batch starts with. */
 export function batchHeader(depth: number, start: string, end: string, count: number): string {
@@ -100,7 +115,9 @@ export class Archive {
     if (this.settings.enabled) {
       // A clip-archive batch summary joins the originals it stands for, in the compaction's batch.
       const own = r.extraBatches.filter((b) => b.label === r.label).flatMap((b) => b.items);
-      const items = [...archiveItems(r.input, replacements, r.label, r.redact, r.newMemo.tools), ...own];
+      const items = [...archiveItems(r.input, replacements, r.label, r.redact, r.newMemo.tools), ...own].map((item) =>
+        boundedItem(item, Math.max(MIN_ITEM_CHARS, Math.floor(this.settings.maxChars / 2))),
+      );
       if (items.length > 0) batches.push(batchOf(r.label, 0, r.start, r.end, items));
       batches.push(...r.extraBatches.filter((b) => b.label !== r.label));
     }

@@ -445,3 +445,23 @@ describe('reset', () => {
     expect(await guard.recall('s', { query: 'ERR_LEDGER_7731' })).toEqual([]);
   });
 });
+
+describe('an original larger than half the archive', () => {
+  it('is archived as its head and tail, with a marker, and the rest of the batch is kept', async () => {
+    const { guard } = setup({ archive: { maxChars: 40_000 } });
+    const huge = `HEAD-OF-LOG ${'x'.repeat(200_000)} TAIL-OF-LOG`;
+    const messages: GuardMessage[] = [
+      system('You are a coding agent.'),
+      user('Read the log.'),
+      ...toolStep('big', { path: 'huge.log' }, huge),
+      ...session(6).slice(2),
+    ];
+    await guard.beforeModel({ sessionId: 's', messages });
+    const [item] = await guard.recall('s', { id: 'big', maxChars: 1_000_000 });
+    expect(item?.chars).toBeLessThanOrEqual(20_100);
+    expect(item?.text).toContain('HEAD-OF-LOG');
+    expect(item?.text).toContain('TAIL-OF-LOG');
+    expect(item?.text).toMatch(/characters omitted; too large to archive whole/);
+    expect((await guard.recall('s', { query: 'ERR_LEDGER_7731' }))[0]?.text).toContain('ERR_LEDGER_7731');
+  });
+});
