@@ -1546,6 +1546,8 @@ async function runConversation(
   let cyclic = false;
   /** The previous call's output and the history's length then: what was in the prompt before this call's compaction. */
   let previousOutput = new Set<unknown>();
+  /** The previous call's events (for reports that need what led to a call). */
+  let previousEvents: string[] = [];
   let previousLength = 0;
   /** The stored summary last scanned for secrets. */
   let scannedSummary: unknown;
@@ -1910,7 +1912,7 @@ async function runConversation(
         )
           return;
         if (lossReported) bump(c.checks, 'user starts lost, digest-loss reported');
-        else lost.push(`#${k} "${start.slice(0, 40)}"`);
+        else lost.push(`#${k}${k < previousLength ? ' (sent last call)' : ' (new)'} "${start.slice(0, 40)}"`);
       });
       if (lost.length > 0) {
         fail(
@@ -1918,7 +1920,9 @@ async function runConversation(
           `the mechanical digest (${summary.length} characters, ${comp()}) lost the start of ${lost.length} user message(s) ` +
             `without a digest-loss event: ${lost.slice(0, 3).join(', ')}; events of the call: ${events
               .map((e) => (e.type === 'summarizer-failed' ? `${e.type}:${e.reason}` : e.type))
-              .join(', ')}; digest: ${JSON.stringify(summary.slice(0, 1200))}`,
+              .join(
+                ', ',
+              )}; previous call's events: ${previousEvents.join(', ')}; history ${sent.length} (previous ${previousLength}); digest: ${JSON.stringify(summary.slice(0, 1200))}`,
           sent,
         );
       }
@@ -2010,6 +2014,7 @@ async function runConversation(
         fail('input-mutated', 'the history sent differs from its snapshot after the call', sent);
     }
     previousOutput = new Set(thisOutput);
+    previousEvents = events.map((e) => (e.type === 'summarizer-failed' ? `${e.type}:${e.reason}` : e.type));
     previousLength = sent.length;
     return r;
   };
