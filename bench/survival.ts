@@ -103,6 +103,20 @@ interface SessionRun {
   everyCall: { n: number; present: number };
 }
 
+function emptyRun(): SessionRun {
+  return {
+    compactions: 0,
+    summarizing: 0,
+    strategies: {},
+    receipts: undefined,
+    observations: [],
+    peak: 0,
+    calls: 0,
+    evicted: 0,
+    everyCall: { n: 0, present: 0 },
+  };
+}
+
 /** A provider-like count of a prompt: chars/4 of its text, tool names, ids and inputs, 3 tokens a message. */
 export function promptTokens(messages: readonly GuardMessage[]): number {
   let chars = 0;
@@ -141,17 +155,7 @@ async function replayGuard(session: Session, name: 'mechanical' | 'headings-only
   const history: GuardMessage[] = [session.system];
   /** Facts found in the archive at some compaction (to tell an eviction from a fact never archived). */
   const archived = new Set<string>();
-  const run: SessionRun = {
-    compactions: 0,
-    summarizing: 0,
-    strategies: {},
-    receipts: undefined,
-    observations: [],
-    peak: 0,
-    calls: 0,
-    evicted: 0,
-    everyCall: { n: 0, present: 0 },
-  };
+  const run = emptyRun();
   for (const [i, call] of session.calls.entries()) {
     history.push(...call.before);
     const r = await guard.beforeModel({ sessionId, messages: history.slice() });
@@ -217,17 +221,7 @@ async function replayLangChain(session: Session, name: SummarizerName): Promise<
     threshold: thresholdFor(session.window, undefined),
     model: name === 'langchain, headings-only' ? headingsModel(HEADINGS_ONLY) : firstChars(session.window),
   });
-  const run: SessionRun = {
-    compactions: 0,
-    summarizing: 0,
-    strategies: {},
-    receipts: undefined,
-    observations: [],
-    peak: 0,
-    calls: 0,
-    evicted: 0,
-    everyCall: { n: 0, present: 0 },
-  };
+  const run = emptyRun();
   for (const [i, call] of session.calls.entries()) {
     const { messages, compacted } = await host.beforeModel(call.before);
     run.peak = Math.max(run.peak, promptTokens(messages) / session.window);

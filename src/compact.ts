@@ -93,6 +93,8 @@ export async function compact(
   if (hook === 'cancel') return undefined;
   const started = Date.now();
   const { label, end } = env.archive.label(call.sessionId, started);
+  // The batch holds what arrived since the previous batch (or the session's start).
+  const start = r.memo.archivedUntil ?? r.startedAt ?? end;
   // The pipeline prices prompts as the calls after the compaction will (see compactionCalibration).
   const now = call.measure(r.view.messages);
   const reset = compactionCalibration(r.calibration, env.options.calibration, r.tokens, now.chars, now.mediaTokens);
@@ -102,7 +104,7 @@ export async function compact(
     override: hook,
     deadline: started + settings.compactionTimeoutMs,
     label,
-    start: r.memo.archivedUntil ?? r.startedAt ?? end,
+    start,
     end,
   });
   let output: Awaited<ReturnType<typeof runPipeline>>;
@@ -119,7 +121,7 @@ export async function compact(
   const receipt = await env.archive.record({
     sessionId: call.sessionId,
     label,
-    start: r.memo.archivedUntil ?? r.startedAt ?? end,
+    start,
     end,
     input: call.hostMessages,
     before: r.view,

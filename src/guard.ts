@@ -179,7 +179,7 @@ class Guard implements ContextGuard {
   /** Estimate → decide → compact → record, as the session's only call in this process. */
   private async beforeModelLocked(input: BeforeModelInput): Promise<BeforeModelResult> {
     // Archive batches the store failed earlier are written before anything else leaves the prompt.
-    await this.archive.flush(input.sessionId);
+    if (this.archive.hasPending(input.sessionId)) await this.archive.flush(input.sessionId);
     const call = await this.resolver.call(this.measurer, input);
     let state = await this.sessions.load(call.sessionId);
     let p = prepare(call, state, this.options.calibration, this.pairing);

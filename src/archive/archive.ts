@@ -136,9 +136,14 @@ export class Archive {
     return receipt;
   }
 
-  /** Writes what the store failed to take earlier (called at the start of each of the session's calls). */
-  async flush(sessionId: string): Promise<void> {
-    if (this.store.hasPending(sessionId)) await this.store.flush(sessionId);
+  /** Whether batches the store failed wait in this process (a map lookup: checked on every call). */
+  hasPending(sessionId: string): boolean {
+    return this.store.hasPending(sessionId);
+  }
+
+  /** Writes what the store failed to take earlier. */
+  flush(sessionId: string): Promise<void> {
+    return this.store.flush(sessionId);
   }
 
   async recall(sessionId: string, options: RecallOptions, maxChars: number): Promise<RecalledItem[]> {

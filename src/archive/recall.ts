@@ -1,6 +1,6 @@
 // guard.recall: the way back to what compaction took out of the prompt. By id, exactly (the
 // tool-call id a placeholder names, an item id, a batch label); by query, ranked by a full-text
-// index (MiniSearch: BM25 with prefix and fuzzy matching) built once per version of the session's
+// index (MiniSearch: BM25, near spellings of plain words matched) built once per version of the session's
 // archive. Answers are bounded: a recall result goes back into the prompt, so it must not be the
 // thing that overflows it. A long item is cut around what the query matched, not blindly.
 import MiniSearch from 'minisearch';
@@ -100,14 +100,18 @@ export class RecallIndex {
   }
 }
 
+/** A term that names something exactly: it holds a digit or a separator. */
+const IDENTIFIER = /[\d_./\\-]/;
+
 function searchOf(index: SearchIndex): Search {
   if (index.search) return index.search;
   const search: Search = new MiniSearch({
     fields: ['text', 'toolName', 'label', 'role'],
     // No prefix expansion: `in` would match `invoice` and `ledger` every `ledger3fa`, burying the
     // item that holds the exact word under look-alikes (measured in bench/survival). Near spellings
-    // still match (fuzzy).
-    searchOptions: { fuzzy: 0.2, boost: { toolName: 2 } },
+    // still match for plain words, never for identifiers (digits, `_`, `-`, `.`, `/`): `ORD-448213`
+    // must not find `ORD-448218`, nor `invoice_9f3a` a look-alike repeated in every grep output.
+    searchOptions: { fuzzy: (term: string) => (IDENTIFIER.test(term) ? false : 0.2), boost: { toolName: 2 } },
     tokenize,
   });
   search.addAll(

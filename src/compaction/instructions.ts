@@ -8,45 +8,10 @@ import type { GuardMessage } from '../messages.ts';
 import { userContentText } from './text.ts';
 
 /**
- * Words that make a sentence an instruction (lower case; `do not` and `make sure` as two words).
- * Only strong ones: `should`, `only` or `please` are as common in plain prose as in instructions,
- * and a footer full of prose would push the real instructions out of its budget.
+ * Words that mark a rule (`do not` as two words): a message's rules go before its other instructions.
+ * Only strong words make a sentence an instruction: `should`, `only` or `please` are as common in
+ * plain prose as in instructions, and a footer full of prose would push the real instructions out.
  */
-const DIRECTIVES = new Set([
-  'never',
-  'always',
-  'must',
-  'mustn’t',
-  "mustn't",
-  'don’t',
-  "don't",
-  'dont',
-  'avoid',
-  'ensure',
-  'keep',
-  'remember',
-  'important',
-  'required',
-  'forbidden',
-  'cannot',
-  "can't",
-  'can’t',
-]);
-const PAIRS = [
-  ['do', 'not'],
-  ['make', 'sure'],
-  ['no', 'longer'],
-  ['from', 'now'],
-];
-
-/** Longest note kept whole: an instruction is a sentence, not a paragraph. */
-const MAX_NOTE_CHARS = 300;
-/** At most this many notes are taken from one message (a pasted style guide is not a list of instructions). */
-const MAX_NOTES_PER_MESSAGE = 6;
-
-const FOOTER_OPEN = "[The user's instructions, verbatim, from the messages summarized so far:]";
-
-/** Words that mark a rule rather than a wish: a message's rules go before its other instructions. */
 const RULES = new Set([
   'never',
   'always',
@@ -60,6 +25,21 @@ const RULES = new Set([
   'avoid',
 ]);
 
+/** Words (and pairs of words) that make a sentence an instruction that is not a rule. */
+const INSTRUCTIONS = new Set(['ensure', 'keep', 'remember', 'important', 'required', 'cannot', "can't", 'can’t']);
+const PAIRS = [
+  ['make', 'sure'],
+  ['no', 'longer'],
+  ['from', 'now'],
+];
+
+/** Longest note kept whole: an instruction is a sentence, not a paragraph. */
+const MAX_NOTE_CHARS = 300;
+/** At most this many notes are taken from one message (a pasted style guide is not a list of instructions). */
+const MAX_NOTES_PER_MESSAGE = 6;
+
+const FOOTER_OPEN = "[The user's instructions, verbatim, from the messages summarized so far:]";
+
 /** 0: not an instruction; 1: an instruction; 2: a rule (never, always, must, do not...). */
 function strength(sentence: string): number {
   const words = sentence.toLowerCase().split(/[^\p{L}'’]+/u);
@@ -67,7 +47,7 @@ function strength(sentence: string): number {
   for (let i = 0; i < words.length; i++) {
     const w = words[i] as string;
     if (RULES.has(w) || (w === 'do' && words[i + 1] === 'not')) return 2;
-    if (DIRECTIVES.has(w)) found = 1;
+    if (INSTRUCTIONS.has(w)) found = 1;
     for (const [a, b] of PAIRS) if (w === a && words[i + 1] === b) found = 1;
   }
   return found;

@@ -199,6 +199,23 @@ describe('recall', () => {
     expect(await guard.recall('s', { query: ' '.repeat(10_000) })).toEqual([]);
   });
 
+  it('matches identifiers exactly: look-alikes repeated in many outputs do not outrank the one named', async () => {
+    const { guard } = setup({ prune: false, summarizer: () => 'S' });
+    const messages: GuardMessage[] = [system('You are a coding agent.'), user('Grep the sources.')];
+    // The one named: a long output with one mention. Look-alikes: short outputs, nothing but them.
+    messages.push(...toolStep('g0', { pattern: 'inventory' }, `${filler('log', 3_000)}\nsrc/core/inventory_bcb1.ts`));
+    for (let i = 1; i < 8; i++) {
+      const lines = Array.from({ length: 20 }, (_, k) => `src/core/inventory_bcb${2 + ((k + i) % 7)}.ts`);
+      messages.push(...toolStep(`g${i}`, { pattern: 'inventory' }, lines.join('\n')), assistant(`step ${i}`));
+    }
+    messages.push(user('Now fix it.'));
+    for (let i = 0; i < 6; i++) messages.push(...toolStep(`r${i}`, { i }, filler(`file ${i}`, 3_000)));
+    await guard.beforeModel({ sessionId: 's', messages: [...messages, user('go on')] });
+    const [first] = await guard.recall('s', { query: 'file inventory_bcb1', limit: 1 });
+    expect(first?.toolCallId).toBe('g0');
+    expect(first?.text).toContain('src/core/inventory_bcb1.ts');
+  });
+
   it('redacts secrets in what it archives', async () => {
     const { guard } = setup();
     const messages = session(8, 'export OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD');
