@@ -93,7 +93,9 @@
 //   The messages a digest stands for are the user messages that left the prompt in that
 //   compaction: in the previous call's output (by identity) or new since, and neither in this
 //   output nor kept in it as a copy (cut, or media replaced: its first text starts the same); those
-//   the summarizer was given and answered at once are in the model-written part instead;
+//   the summarizer was given and answered at once are in the model-written part instead, and so are
+//   those of a late answer that arrived before the guard's timeout ran (on a busy event loop Node
+//   may run the answer's timer first; the guard then takes the answer);
 // - `invalid-entry-sent`: no entry of the output is anything but a message with a known role, and
 //   none holds a reference cycle (no provider can serialize it);
 // - `misplaced-placeholder`: no tool result is sent as a removal placeholder when its own output is
@@ -1152,8 +1154,27 @@ const okSummary = (input: SummarizerInput): string => {
   return body.slice(0, Math.max(40, Math.floor(input.maxSummaryTokens * 0.5)));
 };
 
-/** Sees every summarizer call: `answersOk` when the summarizer means to return a usable summary at once. */
-type SummarizerObserver = (input: SummarizerInput, answersOk: boolean) => void;
+/**
+ * Sees every summarizer call: `answersOk` when the summarizer means to return a usable summary at
+ * once; `how` says which way it answers, and 'adopted' marks a late answer the guard will take.
+ */
+type SummarizerObserver = (input: SummarizerInput, answersOk: boolean, how?: string) => void;
+
+/** A message in a few characters, for reports: its role and the start of its first text. */
+function briefOf(m: unknown): string {
+  if (!isMessage(m)) return '?';
+  const content = (m as { content?: unknown }).content;
+  const first = typeof content === 'string' ? content : Array.isArray(content) ? content[0] : undefined;
+  const text =
+    typeof first === 'string'
+      ? first
+      : typeof first?.text === 'string'
+        ? first.text
+        : typeof first?.type === 'string'
+          ? `[${first.type}]`
+          : '';
+  return `${m.role} ${JSON.stringify(head(text.slice(0, 100).replace(/\s+/g, ' '), 24))}`;
+}
 
 function flakySummarizer(seed: number, counters: Counters, reliable: boolean, observe: SummarizerObserver) {
   const rngs = new Map<string, () => number>();
@@ -1169,7 +1190,11 @@ function flakySummarizer(seed: number, counters: Counters, reliable: boolean, ob
       rngs.set(input.sessionId, rng);
     }
     const x = rng();
-    observe(input, x < 0.47);
+    observe(
+      input,
+      x < 0.47,
+      x < 0.47 ? 'ok' : x < 0.61 ? 'throws' : x < 0.69 ? 'hangs' : x < 0.75 ? 'late' : x < 0.84 ? 'empty' : 'huge',
+    );
     if (x < 0.4) return okSummary(input);
     if (x < 0.47) return { text: okSummary(input) };
     if (x < 0.54) throw new Error('summarizer: 529 overloaded (sync throw)');
@@ -1181,8 +1206,16 @@ function flakySummarizer(seed: number, counters: Counters, reliable: boolean, ob
       });
     }
     if (x < 0.75) {
-      // Hangs past the timeout ignoring the signal, then answers anyway (late).
-      return new Promise((resolve) => setTimeout(() => resolve(okSummary(input)), 200).unref());
+      // Hangs past the timeout ignoring the signal, then answers anyway (late). On a loaded event
+      // loop the answer's timer may run before the guard's (Node runs every due timer of one
+      // duration's list before the next list): the guard then has a usable answer and takes it.
+      // Its signal is not aborted yet exactly when that happens.
+      return new Promise((resolve) =>
+        setTimeout(() => {
+          if (!input.signal.aborted) observe(input, true, 'adopted');
+          resolve(okSummary(input));
+        }, 200).unref(),
+      );
     }
     if (x < 0.84) {
       const empties = ['', '   \n\t', { text: '' }, undefined, null, 42] as unknown[];
@@ -1232,6 +1265,8 @@ interface Session {
   summarizedStarts: string[];
   /** Of the current call: planted secrets the summarizer received. */
   summarizerLeaks: string[];
+  /** Of the current call: each summarizer call, whether it answers and what it was given (for reports). */
+  summarizerLog: string[];
 }
 
 export async function runSoak(options: SoakOptions = {}): Promise<SoakResult> {
@@ -1357,12 +1392,20 @@ async function runBatch(
   const spec = batchSpec(seed, batch);
   const sessions = new Map<string, Session>();
   const store = new MemoryStore<SessionState>();
-  const observe: SummarizerObserver = (input, answersOk) => {
+  const observe: SummarizerObserver = (input, answersOk, how) => {
     const session = sessions.get(input.sessionId);
     if (!session) return;
-    session.summarizerStarts.push(performance.now());
-    for (const text of textOfValue([input.messages, input.previousSummary]))
-      session.summarizerLeaks.push(...leakedSecrets(text));
+    const at = `${Math.round(performance.now())}ms`;
+    if (how === 'adopted') {
+      session.summarizerLog.push(`${at} late answer arrives before the guard's timer ran: adopted`);
+    } else {
+      session.summarizerStarts.push(performance.now());
+      session.summarizerLog.push(
+        `${at} ${how ?? (answersOk ? 'ok' : 'fail')}${input.previousSummary ? ' (with a previous summary)' : ''}: ${input.messages.map(briefOf).join(' | ')}`,
+      );
+      for (const text of textOfValue([input.messages, input.previousSummary]))
+        session.summarizerLeaks.push(...leakedSecrets(text));
+    }
     if (!answersOk) return;
     // What it was given is already redacted: its starts are spelled as the digest check spells them.
     for (const m of input.messages) {
@@ -1412,7 +1455,14 @@ async function runBatch(
       if (e.type === 'usage-ignored' || e.type === 'summarizer-failed') bump(c.newEvents, `${e.type}:${e.reason}`);
       else if (['digest-loss', 'invalid-messages', 'overflow-retry', 'overflow'].includes(e.type))
         bump(c.newEvents, e.type);
-      if ('sessionId' in e && e.sessionId) sessions.get(e.sessionId)?.events.push(e);
+      if ('sessionId' in e && e.sessionId) {
+        const session = sessions.get(e.sessionId);
+        session?.events.push(e);
+        if (e.type === 'summarizer-failed' || e.type.startsWith('compaction'))
+          session?.summarizerLog.push(
+            `${Math.round(performance.now())}ms event ${e.type}${e.type === 'summarizer-failed' ? `:${e.reason}` : ''}`,
+          );
+      }
       if (spec.throwingLogger && e.type === 'estimate') throw new Error('the host logger broke');
     },
   });
@@ -1508,7 +1558,14 @@ async function runConversation(
 ): Promise<void> {
   const spec = conversationSpec(seed, index);
   const sessionId = `soak-${index}`;
-  const session: Session = { events: [], scanned: 0, summarizerStarts: [], summarizedStarts: [], summarizerLeaks: [] };
+  const session: Session = {
+    events: [],
+    scanned: 0,
+    summarizerStarts: [],
+    summarizedStarts: [],
+    summarizerLeaks: [],
+    summarizerLog: [],
+  };
   sessions.set(sessionId, session);
   const window = batch.contextWindow ?? (spec.smallWindow ? 4_000 + (spec.window % 12_000) : spec.window);
   // Exact counting of huge texts is slow (a BPE pass over megabytes): tokenizer models get the smaller windows.
@@ -1628,6 +1685,7 @@ async function runConversation(
     const mark = session.events.length;
     session.summarizerStarts = [];
     session.summarizedStarts = [];
+    session.summarizerLog = [];
     session.summarizerLeaks = [];
     const controller = step.abort ? new AbortController() : undefined;
     if (controller) setTimeout(() => controller.abort(new Error('the user pressed stop')), 1).unref();
@@ -1922,7 +1980,7 @@ async function runConversation(
               .map((e) => (e.type === 'summarizer-failed' ? `${e.type}:${e.reason}` : e.type))
               .join(
                 ', ',
-              )}; previous call's events: ${previousEvents.join(', ')}; history ${sent.length} (previous ${previousLength}); digest: ${JSON.stringify(summary.slice(0, 1200))}`,
+              )}; previous call's events: ${previousEvents.join(', ')}; history ${sent.length} (previous ${previousLength}); starts the summarizer answered: ${JSON.stringify(session.summarizedStarts.slice(0, 6))}; summarizer calls: ${JSON.stringify(session.summarizerLog.slice(0, 12))}; digest: ${JSON.stringify(summary.slice(0, 1200))}`,
           sent,
         );
       }
