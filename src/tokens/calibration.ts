@@ -11,9 +11,25 @@
 // Growth itself is fitted as a rate per heuristic token plus a cost per added message (see
 // growthModel): what a provider wraps around each message and tool call is no text the heuristic
 // sees, and priced at the rate it would make every small step look dear and every large one cheap.
+// Beside the model, a margin for what no model of the visible messages can price: a host that adds
+// content the guard never sees (a hook's output, a linter's note about a changed file) makes a
+// real count jump past its estimate. The largest recent shortfall of the session is remembered
+// (decayed at each real count), and a share of it is kept as headroom on anchored estimates: none
+// where the estimates keep up (the guard sees the whole prompt), some where a host hides things.
 import type { ResolvedCalibration } from '../config.ts';
 import type { CalibrationState, PendingRequest, RequestMeasure } from '../state/session.ts';
 import { CHARS_PER_TOKEN } from './heuristic.ts';
+
+declare module '../state/session.ts' {
+  interface CalibrationState {
+    /**
+     * The largest recent shortfall of an anchored estimate: real tokens beyond what was estimated,
+     * decayed by SHORTFALL_DECAY at each real count (see shortfallMargin). Declared here rather than
+     * in state/session.ts; absent in states stored before, and where no estimate fell short.
+     */
+    shortfall?: number;
+  }
+}
 
 export interface Estimate {
   tokens: number;
@@ -39,6 +55,21 @@ const MESSAGE_PRIOR_WEIGHT = 0.01;
  * carries it, since it is in the real count; the rates, which price the next additions, do not.
  */
 const STEP_OUTLIER_FACTOR = 2;
+/**
+ * Above its prediction, a step teaches the rates at most this factor: the excess is more likely
+ * hidden content than a dearer rate (the anchor has it, and the shortfall margin keeps headroom for
+ * the next one), while a real change of content still moves the rates by half again a step.
+ */
+const STEP_OVER_FACTOR = 1.5;
+/** Share of the session's recent shortfall kept as headroom on anchored estimates. Tuned on bench/accuracy. */
+const SHORTFALL_MARGIN = 0.2;
+/** Weight the remembered shortfall keeps at each new real count. Tuned on bench/accuracy. */
+const SHORTFALL_DECAY = 0.8;
+
+/** Headroom for hidden additions, in tokens: a share of the session's recent shortfall. */
+export function shortfallMargin(state: CalibrationState): number {
+  return SHORTFALL_MARGIN * (state.shortfall ?? 0);
+}
 
 const clamp = (x: number, c: ResolvedCalibration): number => Math.min(c.max, Math.max(c.min, x));
 
@@ -113,8 +144,8 @@ export function growthModel(state: CalibrationState, c: ResolvedCalibration): Gr
 /**
  * Estimate of a request. `extension` is set when the request starts with the anchor's prompt (see
  * extendsPrompt): then the anchor's real count is exact for that part, only the addition is
- * estimated (growthModel: its text at the rate, each added message at the per-message cost), and
- * the result is never below the anchor's real count. `responseChars` is the heuristic size of the
+ * estimated (growthModel: its text at the rate, each added message at the per-message cost), the
+ * result is never below the anchor's real count, and the shortfall margin is added on top. `responseChars` is the heuristic size of the
  * assistant message right after the anchor's prompt: the response whose output tokens the provider
  * reported, a real count for it too. Providers may drop part of it from later prompts (reasoning),
  * so the output count is a floor for the response's estimate (its text and its message), never a
@@ -156,7 +187,7 @@ export function estimate(
       const response = (extension.responseChars / CHARS_PER_TOKEN) * correction + perMessage;
       added += Math.max(0, anchor.outputTokens - response);
     }
-    const tokens = Math.max(anchor.realTokens, anchor.realTokens + added);
+    const tokens = Math.max(anchor.realTokens, anchor.realTokens + added) + shortfallMargin(state);
     return { tokens: Math.ceil(tokens), heuristicTokens, correction, method: 'anchored' };
   }
   const correction = ratioCorrection(anchor, c);
@@ -170,8 +201,9 @@ export function estimate(
 
 /**
  * Folds a real count into the calibration: the pending request becomes the anchor, and when it
- * extended the previous anchor its growth, held within STEP_OUTLIER_FACTOR of what the growth
- * model predicted for it, updates the model's sums.
+ * extended the previous anchor its growth, held between 1 / STEP_OUTLIER_FACTOR and
+ * STEP_OVER_FACTOR of what the growth model predicted for it, updates the model's sums, and how
+ * far the request's estimate fell short of the real count updates the shortfall.
  */
 export function recordRealCount(
   state: CalibrationState,
@@ -182,7 +214,10 @@ export function recordRealCount(
 ): CalibrationState {
   let growth = state.growth;
   const anchor = state.anchor;
+  let shortfall = (state.shortfall ?? 0) * SHORTFALL_DECAY;
   if (anchor && pending.extendsAnchor) {
+    // The estimate sent, margin included: a margin that covered the jump leaves no shortfall.
+    if (pending.estimatedTokens > 0) shortfall = Math.max(shortfall, realTokens - pending.estimatedTokens);
     const addedHeuristic = (pending.chars - anchor.chars) / CHARS_PER_TOKEN;
     const addedMessages = Math.max(0, pending.prompt.messages - anchor.prompt.messages);
     const addedReal = realTokens - anchor.realTokens - (pending.mediaTokens - anchor.mediaTokens);
@@ -193,7 +228,7 @@ export function recordRealCount(
       };
       const model = growthModel(state, c);
       const predicted = model.rate * addedHeuristic + model.perMessage * addedMessages;
-      const learned = Math.min(Math.max(addedReal, predicted / STEP_OUTLIER_FACTOR), predicted * STEP_OUTLIER_FACTOR);
+      const learned = Math.min(Math.max(addedReal, predicted / STEP_OUTLIER_FACTOR), predicted * STEP_OVER_FACTOR);
       growth = {
         realTokens: before.realTokens * GROWTH_DECAY + learned,
         heuristicTokens: before.heuristicTokens * GROWTH_DECAY + addedHeuristic,
@@ -215,6 +250,8 @@ export function recordRealCount(
     },
   };
   if (growth) next.growth = growth;
+  // Under one token it is noise, and the state stays as it was before any shortfall.
+  if (shortfall >= 1) next.shortfall = shortfall;
   return next;
 }
 
@@ -222,12 +259,14 @@ export function recordRealCount(
  * The calibration after a compaction: the real count and the heuristic it anchored are dropped
  * (the compacted prompt no longer extends them), and the next real count starts a fresh anchor.
  * What they taught about the provider is kept as the reference until then, and the marginal rate
- * is kept: both describe the provider and the content, not the prompt that was replaced.
+ * is kept, and so is the shortfall: they describe the provider, the host and the content, not the
+ * prompt that was replaced.
  */
 export function resetCalibration(state: CalibrationState, offset = 0): CalibrationState {
   const last = state.anchor ?? state.reference;
   const next: CalibrationState = {};
   if (state.growth) next.growth = state.growth;
+  if (state.shortfall !== undefined) next.shortfall = state.shortfall;
   if (last)
     next.reference = {
       realTokens: last.realTokens,
