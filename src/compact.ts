@@ -268,7 +268,7 @@ function pipelineInput(call: Call, r: CompactionRequest, env: CompactionEnv, pla
     tokensPerChar,
     onStart,
     onDigestLoss,
-    summarize: async (messages, previousSummary, roomTokens, userRoomTokens) => {
+    summarize: async (messages, previousSummary, roomTokens, userRoomTokens, contextOnly) => {
       const outcome = await summarize(
         {
           sessionId,
@@ -284,6 +284,7 @@ function pipelineInput(call: Call, r: CompactionRequest, env: CompactionEnv, pla
           summarizer,
           roomTokens,
           userRoomTokens,
+          ...(contextOnly && contextOnly.size > 0 ? { contextOnly } : {}),
           redact: options.redact,
           ...(r.signal ? { signal: r.signal } : {}),
           breaker: env.breaker,

@@ -126,6 +126,19 @@ export function collectInstructions(
   return kept.reverse();
 }
 
+/**
+ * `summary` without an instructions footer at its end, and the notes of that footer (undefined when
+ * it has none): a host that keeps the compacted history itself hands the guard its summary back.
+ */
+export function splitInstructionsFooter(summary: string): { body: string; notes: string[] | undefined } {
+  const end = summary.trimEnd();
+  const start = end.lastIndexOf(`${FOOTER_OPEN}\n`);
+  if (start < 0) return { body: summary, notes: undefined };
+  const lines = end.slice(start + FOOTER_OPEN.length + 1).split('\n');
+  if (!lines.every((l) => l.startsWith('- '))) return { body: summary, notes: undefined };
+  return { body: end.slice(0, start).trimEnd(), notes: lines.map((l) => l.slice(2)) };
+}
+
 /** The footer under a summary; empty when there are no notes. */
 export function renderInstructions(notes: readonly string[]): string {
   return notes.length === 0 ? '' : `${FOOTER_OPEN}\n${notes.map((n) => `- ${n}`).join('\n')}`;

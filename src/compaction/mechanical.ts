@@ -428,6 +428,20 @@ export function mechanicalDigest(messages: GuardMessage[], options: MechanicalSu
   return { text: out.join('\n'), lostMessages, lostUserMessages: droppedUsers };
 }
 
+/**
+ * Characters the digest lines of the user messages among `messages` take when each is cut to its
+ * first `cap` characters (default MECHANICAL_USER_FLOOR_CHARS, the least a digest keeps of one),
+ * line breaks included.
+ */
+export function userStartsChars(messages: readonly GuardMessage[], cap = MECHANICAL_USER_FLOOR_CHARS): number {
+  let n = 0;
+  for (const m of messages) {
+    if (m?.role !== 'user') continue;
+    for (const l of messageLines(m, 0, cap)) n += costAt(l, cap);
+  }
+  return n;
+}
+
 /** {@link mechanicalDigest}'s text. */
 export function mechanicalSummary(messages: GuardMessage[], options: MechanicalSummaryOptions = {}): string {
   return mechanicalDigest(messages, options).text;

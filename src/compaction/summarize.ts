@@ -5,10 +5,11 @@
 // always produced.
 import type { SummarizerFailedEvent } from '../events.ts';
 import type { GuardMessage } from '../messages.ts';
-import { mechanicalDigest } from './mechanical.ts';
+import { DEFAULT_MECHANICAL_CHARS_PER_MESSAGE, mechanicalDigest, userStartsChars } from './mechanical.ts';
 import { clipMessage } from './memo.ts';
 import { applyToolEdits, outputChars, toolResultsOf } from './prune.ts';
 import { unitsOf } from './structure.ts';
+import { waterLevel } from './work.ts';
 import { buildSummaryRequest, DEFAULT_TRANSCRIPT_TOOL_RESULT_CHARS, renderTranscript } from './prompt.ts';
 import { redactMessage } from './redact.ts';
 import type { Summarizer } from './types.ts';
@@ -19,6 +20,23 @@ export const SUMMARIZER_INPUT_SHARE = 0.8;
 const STATED_BUDGET_SHARE = 0.8;
 
 export type SummarizerFailure = SummarizerFailedEvent['reason'];
+
+/**
+ * What the summarizer reads of the messages it replaces, at most: this many times what it may
+ * write (`maxSummaryTokens`). Its input is billed in full on every compaction (it is a request of
+ * its own, not a cached continuation of the prompt), while what it cannot read is not lost: the
+ * originals are archived, and the guard itself keeps the user's instruction sentences and the
+ * file list under the summary. Over the bound, the transcript is cut in the project's order of
+ * what matters least: tool output first, assistant text next, the user's words last, each tier cut
+ * evenly (the largest first) and in its middle, so that every message keeps its start and end.
+ */
+export const SUMMARIZER_READ_FACTOR = 4;
+/**
+ * Fewest characters the bound leaves of a message or tool output: enough to say what it was; less
+ * (down to MIN_READ_FLOOR_CHARS) when the messages are so many that these would not fit it twice.
+ */
+const MIN_READ_CHARS = 200;
+const MIN_READ_FLOOR_CHARS = 40;
 
 /** Fewest transcript characters worth a summarizer call. */
 const MIN_CHUNK_CHARS = 400;
@@ -91,6 +109,11 @@ export interface SummarizeRequest {
    * a compaction that comes a little sooner.
    */
   userRoomTokens?: number;
+  /**
+   * Messages of `messages` the summarizer reads for context that stay in the prompt whole (the
+   * latest request): the mechanical digest leaves them out.
+   */
+  contextOnly?: ReadonlySet<GuardMessage>;
   /** Applied to everything sent to the summarizer and to the summary it returns. */
   redact?: (text: string) => string;
   /** The model call's own signal: when it fires, the summarizer is aborted and not counted as failing. */
@@ -274,6 +297,73 @@ function chunk(messages: GuardMessage[], budgetChars: number): GuardMessage[][] 
   return chunks;
 }
 
+/** The transcript's tiers, in the order they give way: tool output, assistant text, the user's words. */
+function tierOf(message: GuardMessage): number {
+  if (message.role === 'user') return 2;
+  if (message.role === 'tool') return 0;
+  return 1;
+}
+
+/**
+ * `messages` as the summarizer will read them, within `budgetChars` of transcript when that can be
+ * reached (see SUMMARIZER_READ_FACTOR): each tier in turn, tool output first, is cut to the level
+ * that saves what is over (never below MIN_READ_CHARS). What is still over is chunked as before.
+ */
+function boundTranscript(messages: GuardMessage[], budgetChars: number): GuardMessage[] {
+  const options = { maxToolResultChars: DEFAULT_TRANSCRIPT_TOOL_RESULT_CHARS };
+  const out = messages.map((m) => clipToolOutputs(m, DEFAULT_TRANSCRIPT_TOOL_RESULT_CHARS));
+  const size = (m: GuardMessage) => renderTranscript([m], options).length;
+  const sizes = out.map(size);
+  let total = sizes.reduce((n, x) => n + x, 0);
+  const floor = Math.max(MIN_READ_FLOOR_CHARS, Math.min(MIN_READ_CHARS, Math.floor(budgetChars / (2 * out.length))));
+  for (let tier = 0; tier < 3 && total > budgetChars; tier++) {
+    const members = out.flatMap((m, i) => (m && typeof m === 'object' && tierOf(m) === tier ? [i] : []));
+    if (members.length === 0) continue;
+    const level = waterLevel(
+      members.map((i) => sizes[i] as number),
+      total - budgetChars,
+      floor,
+    );
+    for (const i of members) {
+      if ((sizes[i] as number) <= level) continue;
+      const m = out[i] as GuardMessage;
+      // A rendered block is a little more than its text (role and call labels): cut the text by what is over.
+      const over = (sizes[i] as number) - level;
+      const cut =
+        tier === 0
+          ? clipToolOutputs(m, Math.max(floor, maxOutputChars(m) - over))
+          : clipMessage(mergeTextParts(m), Math.max(floor, textChars(m) - over));
+      out[i] = cut;
+      const next = size(cut);
+      total += next - (sizes[i] as number);
+      sizes[i] = next;
+    }
+  }
+  out.forEach((m, i) => {
+    const original = messages[i] as GuardMessage;
+    if (m !== original) originalOf.set(m, originalOf.get(original) ?? original);
+  });
+  return out;
+}
+
+/** The longest tool output of a message, in characters. */
+function maxOutputChars(message: GuardMessage): number {
+  return toolResultsOf(message).reduce((n, p) => Math.max(n, outputChars(p)), 0);
+}
+
+/** Characters of a message's text (its string content, or its text and reasoning parts and tool inputs). */
+function textChars(message: GuardMessage): number {
+  const content = message.content as unknown;
+  if (typeof content === 'string') return content.length;
+  if (!Array.isArray(content)) return 0;
+  let n = 0;
+  for (const p of content) {
+    if (p?.type === 'text' || p?.type === 'reasoning') n += String(p.text ?? '').length;
+    else if (p?.type === 'tool-call') n += JSON.stringify(p.input ?? null)?.length ?? 0;
+  }
+  return n;
+}
+
 /**
  * Summarizes `messages` on top of `previousSummary`: the summarizer chunk by chunk, and the
  * mechanical digest from the first chunk it fails on (the summary so far is kept, so no history is
@@ -284,14 +374,19 @@ export async function summarize(req: SummarizeRequest, override?: string): Promi
   if (!redact) return summarizeRaw(req, override);
   // Redacted on the way in (the summarizer never sees a secret) and on the way out (a summary
   // written from a hook or by a model that was given one anyway is masked before it is stored).
+  // Tool outputs are clipped first: the summarizer sees 2,000 characters of each anyway, and
+  // scanning megabytes of output for secrets would stall the call.
+  const messages = req.messages.map((m) =>
+    redactMessage(clipToolOutputs(m, DEFAULT_TRANSCRIPT_TOOL_RESULT_CHARS), redact),
+  );
+  const contextOnly = req.contextOnly;
   const outcome = await summarizeRaw(
     {
       ...req,
-      // Tool outputs are clipped first: the summarizer sees 2,000 characters of each anyway, and
-      // scanning megabytes of output for secrets would stall the call.
-      messages: req.messages.map((m) =>
-        redactMessage(clipToolOutputs(m, DEFAULT_TRANSCRIPT_TOOL_RESULT_CHARS), redact),
-      ),
+      messages,
+      ...(contextOnly
+        ? { contextOnly: new Set(messages.filter((_, i) => contextOnly.has(req.messages[i] as GuardMessage))) }
+        : {}),
       ...(req.previousSummary !== undefined ? { previousSummary: redact(req.previousSummary) } : {}),
     },
     override,
@@ -309,7 +404,8 @@ async function summarizeRaw(req: SummarizeRequest, override?: string): Promise<S
   /** Reports why the summarizer was not (or no longer) used; `rest` goes to the digest on top of the summary so far. */
   const fallBack = (reason: SummarizerFailure, rest: GuardMessage[], error?: unknown): SummarizeOutcome => {
     req.onFailure(reason, req.breaker.consecutiveFailures, error);
-    const originals = rest.map((m) => originalOf.get(m) ?? m);
+    const contextOnly = req.contextOnly;
+    const originals = rest.map((m) => originalOf.get(m) ?? m).filter((m) => !contextOnly?.has(m));
     return { ...fallbackDigest(originals, running, maxChars, req), mechanical: true, calls, inputTokens };
   };
   const deadline = req.deadline !== undefined && Number.isFinite(req.deadline) ? req.deadline : Infinity;
@@ -332,7 +428,8 @@ async function summarizeRaw(req: SummarizeRequest, override?: string): Promise<S
   // The instructions and the summary so far already fill the summarizer's window (a tiny window
   // at a high token ratio): calling it would overflow it.
   if (budgetChars < MIN_CHUNK_CHARS) return fallBack('no-room', req.messages);
-  let chunks = chunk(req.messages, budgetChars);
+  const readChars = (SUMMARIZER_READ_FACTOR * req.maxSummaryTokens) / req.tokensPerChar;
+  let chunks = chunk(boundTranscript(req.messages, readChars), budgetChars);
   const stated = Math.max(64, Math.floor(req.maxSummaryTokens * STATED_BUDGET_SHARE));
   for (let i = 0; i < chunks.length; i++) {
     const rest = () => chunks.slice(i).flat();
@@ -384,11 +481,22 @@ async function summarizeRaw(req: SummarizeRequest, override?: string): Promise<S
 }
 
 /**
+ * Share of the summary budget the mechanical digest may always take, even when nothing is left
+ * under the target (its header and count lines, and a few lines more).
+ */
+const DIGEST_MIN_SHARE = 0.5;
+/** Share of the summary budget the user's words may take in a digest when no room under the threshold is given. */
+const USER_ROOM_SHARE = 1.5;
+
+/**
  * The mechanical digest of `messages` after `previous`, bounded by the room under the target (at
- * least 1.5 × the summary budget, so that a tiny room still leaves the start of every user message
- * a place), so that repeated failures cannot make the summary outgrow the prompt. Within that
- * bound the digest decides what gives way: tool output first, the previous summary's middle only
- * when it and the user messages' starts do not fit together, the oldest user messages last, counted.
+ * least half the summary budget), so that repeated failures cannot make the summary outgrow the
+ * prompt. Within that bound the digest decides what gives way: tool output first, the previous
+ * summary's middle only when it and the user messages' starts do not fit together, the oldest user
+ * messages last, counted. When the user messages this compaction replaces would lose their start,
+ * the digest may grow by what those starts take (up to the room under the threshold): the lines
+ * of earlier digests give way first, oldest first (their messages are archived), so that the
+ * digest does not grow with every compaction of a long session until it fills the window.
  */
 function fallbackDigest(
   messages: GuardMessage[],
@@ -397,13 +505,19 @@ function fallbackDigest(
   req: SummarizeRequest,
 ) {
   const room = req.roomTokens !== undefined && req.roomTokens > 0 ? req.roomTokens / req.tokensPerChar : 0;
-  const bound = Math.floor(Math.max(maxChars * 1.5, room));
+  const bound = Math.floor(Math.max(maxChars * DIGEST_MIN_SHARE, room));
   const options = previous !== undefined ? { previousSummary: previous } : {};
   const digest = mechanicalDigest(messages, { ...options, maxChars: bound });
+  // Without the room under the threshold (a direct call), the user's words may take 1.5 × the summary budget.
   const userRoom =
-    req.userRoomTokens !== undefined && req.userRoomTokens > 0 ? Math.floor(req.userRoomTokens / req.tokensPerChar) : 0;
+    req.userRoomTokens !== undefined && req.userRoomTokens > 0
+      ? Math.floor(req.userRoomTokens / req.tokensPerChar)
+      : Math.floor(maxChars * USER_ROOM_SHARE);
   if (digest.lostUserMessages === 0 || userRoom <= bound) return { ...digest, extended: false };
-  // Losing user messages: the digest may take the room up to the threshold instead.
-  const wider = mechanicalDigest(messages, { ...options, maxChars: userRoom });
+  // Losing user messages: the digest may grow by what the new ones take at a digest's usual length.
+  const wider = mechanicalDigest(messages, {
+    ...options,
+    maxChars: Math.min(userRoom, bound + userStartsChars(messages, DEFAULT_MECHANICAL_CHARS_PER_MESSAGE)),
+  });
   return { ...wider, extended: true };
 }

@@ -53,12 +53,15 @@ export interface PipelineInput {
   /**
    * `roomTokens`: what the summary may take under the target, the mechanical digest's bound;
    * `userRoomTokens`: what it may take under the threshold, only to keep the user's words.
+   * `contextOnly`: messages given to the summarizer for context that stay in the prompt whole (the
+   * latest request): a mechanical digest leaves them out, or the user's words would be sent twice.
    */
   summarize: (
     messages: GuardMessage[],
     previousSummary: string | undefined,
     roomTokens: number,
     userRoomTokens: number,
+    contextOnly?: ReadonlySet<GuardMessage>,
   ) => Promise<SummarizeOutcome>;
   /** Called once, before the first step that changes the prompt (not at all when none does). */
   onStart: () => void;

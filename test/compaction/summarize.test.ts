@@ -186,7 +186,10 @@ describe('summarize: the fallback digest keeps what the user said', () => {
 });
 
 describe('summarize: the deadline of a whole compaction', () => {
-  /** A summarizer window so small that 601 messages take dozens of chunks. */
+  /**
+   * A summarizer window so small that 601 messages take dozens of chunks (even cut to what the
+   * summarizer reads of them: 4 × the summary budget, at least 40 characters each).
+   */
   const many = Array.from(
     { length: 601 },
     (_, i): GuardMessage => ({ role: i % 2 ? 'assistant' : 'user', content: `m${i} ${filler(400)}` }),
@@ -207,7 +210,7 @@ describe('summarize: the deadline of a whole compaction', () => {
     const req = request({
       messages: many,
       summarizer,
-      summarizerContextWindow: 8_000,
+      summarizerContextWindow: 2_000,
       maxSummaryTokens: 800,
       deadline: Date.now() + 1_000,
     });
@@ -229,7 +232,7 @@ describe('summarize: the deadline of a whole compaction', () => {
   it('without a deadline the same summarizer is called for every chunk', async () => {
     vi.useFakeTimers({ now: 1_000_000 });
     const { calls, summarizer } = slow(150);
-    const req = request({ messages: many, summarizer, summarizerContextWindow: 8_000, maxSummaryTokens: 800 });
+    const req = request({ messages: many, summarizer, summarizerContextWindow: 2_000, maxSummaryTokens: 800 });
     const pending = summarize(req);
     await vi.advanceTimersByTimeAsync(60_000);
     const outcome = await pending;
@@ -472,5 +475,57 @@ describe('summarize: the fallback digest reads the messages as the host wrote th
     );
     expect(outcome.mechanical).toBe(true);
     expect(outcome.text).toContain(words);
+  });
+});
+
+describe('summarize: what the summarizer reads, and what the digest keeps once', () => {
+  it('reads at most 4 × the summary budget: tool output cut first, the user words whole', async () => {
+    const prompts: string[] = [];
+    const summarizer: Summarizer = (input) => {
+      prompts.push(input.instructions + input.prompt);
+      return 'ok';
+    };
+    // 8 turns of a 150-character request and a 3,000-character file: about 30,000 characters.
+    const messages = [0, 1, 2, 3, 4, 5, 6, 7].flatMap((i) => turn(i, 150, 3000));
+    const outcome = await summarize(
+      request({ messages, summarizer, maxSummaryTokens: 800, summarizerContextWindow: 32_000 }),
+    );
+    expect(outcome.mechanical).toBe(false);
+    expect(prompts).toHaveLength(1);
+    // 4 × 800 tokens at 0.375 tokens a character, plus the instructions and the framing.
+    const transcript = prompts[0] as string;
+    expect(transcript.length).toBeLessThan((4 * 800) / 0.375 + 3_000);
+    for (let i = 0; i < 8; i++) expect(transcript).toContain(`request-${i}: ${filler(150)}`);
+    expect(transcript).toContain('characters omitted');
+  });
+
+  it('leaves a message the summarizer reads only for context (the latest request, sent whole) out of the digest', async () => {
+    const latest = seventeen[16] as GuardMessage;
+    const outcome = await summarize(request({ contextOnly: new Set([latest]), roomTokens: 3_000 }));
+    expect(outcome.mechanical).toBe(true);
+    for (let i = 0; i <= 3; i++) expect(outcome.text).toContain(`- user: request-${i}: `);
+    expect(outcome.text).not.toContain('- user: request-4: ');
+  });
+
+  it('grows past its room only for the user messages it replaces now: older digest lines give way', async () => {
+    // A first digest with room for the starts of 400 user messages; the next one has little room.
+    const first = await summarize(request({ messages: factSession(), maxSummaryTokens: 1600, roomTokens: 12_000 }));
+    expect(first.lostUserMessages).toBe(0);
+    const next = [0, 1, 2, 3].map((i): GuardMessage => ({ role: 'user', content: `new-${i}: ${filler(150)}` }));
+    const second = await summarize(
+      request({
+        messages: next,
+        previousSummary: first.text,
+        maxSummaryTokens: 1600,
+        roomTokens: 1_000,
+        userRoomTokens: 12_000,
+      }),
+    );
+    const start = filler(150).slice(0, MECHANICAL_USER_FLOOR_CHARS - 12);
+    for (let i = 0; i <= 3; i++) expect(second.text).toContain(`- user: new-${i}: ${start}`);
+    expect(second.lostUserMessages).toBeGreaterThan(0);
+    expect(second.text).toMatch(/- \(\d+ earlier user messages could not be kept\)/);
+    // Far under the room up to the threshold: the digest does not grow with every compaction.
+    expect(second.text.length).toBeLessThan(6_000 / 0.375);
   });
 });

@@ -22,7 +22,7 @@ import {
 } from '../placement.ts';
 import { leadingSystemCount, unitsOf, type Unit } from '../structure.ts';
 import { clipArchiveBatches } from '../clip-archive.ts';
-import { collectInstructions, renderInstructions } from '../instructions.ts';
+import { collectInstructions, renderInstructions, splitInstructionsFooter } from '../instructions.ts';
 import type { CompactionStep } from '../types.ts';
 import type { Work } from '../work.ts';
 
@@ -82,6 +82,8 @@ interface Gathered {
   summarizedTokens: number;
   /** Messages given to the summarizer for context that stay in the prompt (the latest request). */
   contextOnly: number;
+  /** Those messages themselves: a mechanical digest leaves them out. */
+  context: Set<GuardMessage>;
   previousSummary: string | undefined;
   previousFileOps: FileOps | undefined;
   /** The user's instructions kept under the previous summary. */
@@ -109,6 +111,7 @@ function gather(w: Work, from: number, cut: number): Gathered {
     toSummarize: [],
     summarizedTokens: 0,
     contextOnly: 0,
+    context: new Set(),
     previousSummary: memo.summary?.text,
     previousFileOps: memo.summary?.fileOps,
     previousInstructions: memo.summary?.instructions,
@@ -135,9 +138,12 @@ function gather(w: Work, from: number, cut: number): Gathered {
     const found = isOwnMessage(m, own) ? summaryBodyOf(m) : undefined;
     if (found !== undefined) {
       // A summary the host kept in its history (a stateful host that applied our compaction). Its
-      // file list is rebuilt from the tool calls, not carried as text.
-      const body = stripFileOpsFooter(found);
-      g.previousFileOps ??= parseFileOpsFooter(found);
+      // footers are taken off (the archive line, the file list, the user's instructions) and carried
+      // as the stateless path carries them, so that a digest under it is folded, not nested.
+      const unarchived = stripArchiveFooter(found);
+      const { body, notes } = splitInstructionsFooter(stripFileOpsFooter(unarchived));
+      g.previousFileOps ??= parseFileOpsFooter(unarchived);
+      if (notes) g.previousInstructions = [...(g.previousInstructions ?? []), ...notes];
       g.previousSummary = g.previousSummary === undefined ? body : `${g.previousSummary}\n\n${body}`;
       continue;
     }
@@ -157,6 +163,7 @@ function gather(w: Work, from: number, cut: number): Gathered {
     if (o === request) {
       g.toSummarize.push(m);
       g.contextOnly++;
+      g.context.add(m);
       continue;
     }
     if (carried(o) && !isOwnMessage(m, own))
@@ -204,6 +211,14 @@ function carryUserMessages(g: Gathered, candidates: Candidate[], budget: number)
 const INSTRUCTIONS_SHARE = 0.25;
 const INSTRUCTIONS_WINDOW_SHARE = 0.05;
 
+const ARCHIVE_FOOTER_RE =
+  /\n*\[Archived: the [\d,]+ messages? this summary replaced are in archive batch "[^"\n]*", earlier ones in earlier batches\. The recall tool finds them by query or by that label\.\]\s*$/;
+
+/** `summary` without the archive line {@link archiveFooter} wrote at its end. */
+function stripArchiveFooter(summary: string): string {
+  return summary.replace(ARCHIVE_FOOTER_RE, '');
+}
+
 /** The line under a summary that tells the model where the messages it replaced went. */
 export function archiveFooter(label: string, count: number): string {
   return `[Archived: the ${count} message${count === 1 ? '' : 's'} this summary replaced are in archive batch "${label}", earlier ones in earlier batches. The recall tool finds them by query or by that label.]`;
@@ -246,6 +261,7 @@ async function writeSummary(w: Work, cut: number, g: Gathered): Promise<Compacti
     clip ? undefined : g.previousSummary,
     0.75 * (s.target - rest) - 200 * p.tokensPerChar - taken,
     0.85 * (p.threshold - rest) - 200 * p.tokensPerChar - taken,
+    g.context,
   );
   stats.extended = outcome.extended === true;
   const text = clip ? await clip.render(outcome.text.trim(), summarized) : outcome.text.trim();
