@@ -276,6 +276,7 @@ function pipelineInput(call: Call, r: CompactionRequest, env: CompactionEnv, pla
           previousSummary,
           focus: r.focus,
           maxSummaryTokens: plan.settings.maxSummaryTokens,
+          readTokens: plan.settings.summarizerInputTokens,
           summarizerContextWindow: plan.settings.summarizerContextWindow,
           timeoutMs: plan.settings.summarizerTimeoutMs,
           deadline: plan.deadline,

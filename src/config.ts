@@ -108,6 +108,7 @@ export const optionsSchema = z.strictObject({
   keepRecentTokens: tokensOrFraction.optional(),
   keepFirstUserMessage: z.boolean().optional(),
   maxSummaryTokens: positiveTokens.optional(),
+  summarizerInputTokens: tokensOrFraction.optional(),
   prune: z
     .union(
       [
@@ -275,6 +276,14 @@ export interface ContextGuardOptions {
   keepFirstUserMessage?: boolean;
   /** Upper bound of a summary, in tokens. Default: half the buffer. */
   maxSummaryTokens?: number;
+  /**
+   * The most transcript the summarizer reads in one compaction: tokens, or a fraction of the window
+   * when < 1. Default 4 × `maxSummaryTokens`. Over it, tool outputs are cut first, assistant text
+   * next, the user's words last (each keeps its start and end). Its input is billed in full on every
+   * compaction; raise it for summaries that read more of long histories (the archive keeps every
+   * original either way).
+   */
+  summarizerInputTokens?: number;
   /** Tool-output pruning, the cheapest compaction step; `false` turns it off. */
   prune?: false | PruneOptions;
   /** Skips the summarizer for `cooldownMs` after `failures` consecutive failures. Default 3 failures, 5 minutes. */
@@ -371,6 +380,8 @@ export interface CompactionSettings {
   keepRecentTokens: number;
   keepFirstUserMessage: boolean;
   maxSummaryTokens: number;
+  /** The most transcript the summarizer reads in one compaction, in tokens. */
+  summarizerInputTokens: number;
   summarizerContextWindow: number;
   summarizerTimeoutMs: number;
   compactionTimeoutMs: number;
@@ -411,6 +422,7 @@ export interface ResolvedOptions {
   keepRecentTokens: number;
   keepFirstUserMessage: boolean;
   maxSummaryTokens: number | undefined;
+  summarizerInputTokens: number | undefined;
   prune:
     | false
     | {
@@ -442,6 +454,8 @@ export const DEFAULTS = {
   largeWindowBuffer: 20_000,
   smallWindowBufferFraction: 0.2,
   target: 0.25,
+  /** The summarizer reads at most this many times `maxSummaryTokens` of transcript per compaction. */
+  summarizerReadFactor: 4,
   keepRecentTokens: 0.2,
   maxToolResultFraction: 0.1,
   maxToolResultTokens: 20_000,
@@ -486,12 +500,17 @@ export function compactionSettings(
   const paced = threshold - o.cost.minCallsBetween * Math.max(0, growthPerCall);
   const target = Math.max(Math.min(configured, DEFAULTS.pacedTargetFloor * window), Math.min(configured, paced));
   const keepRecentTokens = Math.min(tokensOf(o.keepRecentTokens, window), target);
+  const maxSummaryTokens = o.maxSummaryTokens ?? Math.max(256, Math.floor(buffer / 2));
   return {
     retention: o.retention,
     target,
     keepRecentTokens,
     keepFirstUserMessage: o.keepFirstUserMessage,
-    maxSummaryTokens: o.maxSummaryTokens ?? Math.max(256, Math.floor(buffer / 2)),
+    maxSummaryTokens,
+    summarizerInputTokens:
+      o.summarizerInputTokens !== undefined
+        ? tokensOf(o.summarizerInputTokens, window)
+        : DEFAULTS.summarizerReadFactor * maxSummaryTokens,
     summarizerContextWindow: o.summarizerContextWindow ?? window,
     summarizerTimeoutMs: o.summarizerTimeoutMs,
     compactionTimeoutMs: o.compactionTimeoutMs,
@@ -614,6 +633,7 @@ export function resolveOptions(input: unknown): ResolvedOptions {
     keepRecentTokens: o.keepRecentTokens ?? DEFAULTS.keepRecentTokens,
     keepFirstUserMessage: o.keepFirstUserMessage ?? DEFAULTS.keepFirstUserMessage,
     maxSummaryTokens: o.maxSummaryTokens,
+    summarizerInputTokens: o.summarizerInputTokens,
     prune:
       o.prune === false
         ? false

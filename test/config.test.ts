@@ -64,6 +64,8 @@ describe('configuration errors', () => {
     [{ archive: { max: 1 } }, 'archive.max'],
     [{ keepUserMessagesTokens: -1 }, 'keepUserMessagesTokens'],
     [{ keepUserMessagesTokens: Number.NaN }, 'keepUserMessagesTokens'],
+    [{ summarizerInputTokens: 0 }, 'summarizerInputTokens'],
+    [{ summarizerInputTokens: Number.POSITIVE_INFINITY }, 'summarizerInputTokens'],
     [{ clipArchive: { first: 1 } }, 'clipArchive.last'],
     [{ clipArchive: { first: -1, last: 2 } }, 'clipArchive.first'],
     [{ clipArchive: { first: 1, last: 0 } }, 'clipArchive.last'],
@@ -121,6 +123,13 @@ describe('lossless compaction defaults', () => {
     expect(settings(128_000, { keepUserMessagesTokens: 5_000 }).keepUserMessagesTokens).toBe(5_000);
     expect(settings(128_000, { keepUserMessagesTokens: 0.5 }).keepUserMessagesTokens).toBe(16_000);
     expect(settings(128_000, { keepUserMessagesTokens: 0 }).keepUserMessagesTokens).toBe(0);
+  });
+
+  it('the summarizer reads 4 × the summary budget by default; summarizerInputTokens takes tokens or a window share', () => {
+    expect(settings(128_000).summarizerInputTokens).toBe(4 * 12_800);
+    expect(settings(128_000, { maxSummaryTokens: 1_000 }).summarizerInputTokens).toBe(4_000);
+    expect(settings(128_000, { summarizerInputTokens: 100_000 }).summarizerInputTokens).toBe(100_000);
+    expect(settings(128_000, { summarizerInputTokens: 0.5 }).summarizerInputTokens).toBe(64_000);
   });
 
   it('archives by default, 2,000,000 characters per session, recall answers of 16,000', () => {

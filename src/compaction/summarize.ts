@@ -22,15 +22,15 @@ const STATED_BUDGET_SHARE = 0.8;
 export type SummarizerFailure = SummarizerFailedEvent['reason'];
 
 /**
- * What the summarizer reads of the messages it replaces, at most: this many times what it may
- * write (`maxSummaryTokens`). Its input is billed in full on every compaction (it is a request of
- * its own, not a cached continuation of the prompt), while what it cannot read is not lost: the
- * originals are archived, and the guard itself keeps the user's instruction sentences and the
- * file list under the summary. Over the bound, the transcript is cut in the project's order of
- * what matters least: tool output first, assistant text next, the user's words last, each tier cut
- * evenly (the largest first) and in its middle, so that every message keeps its start and end.
+ * What the summarizer reads of the messages it replaces is bounded (`readTokens`, the
+ * `summarizerInputTokens` option: by default 4 × what it may write). Its input is billed in full on
+ * every compaction (it is a request of its own, not a cached continuation of the prompt), while what
+ * it cannot read is not lost: the originals are archived, and the guard itself keeps the user's
+ * instruction sentences and the file list under the summary. Over the bound, the transcript is cut
+ * in the project's order of what matters least: tool output first, assistant text next, the user's
+ * words last, each tier cut evenly (the largest first) and in its middle, so that every message
+ * keeps its start and end.
  */
-export const SUMMARIZER_READ_FACTOR = 4;
 /**
  * Fewest characters the bound leaves of a message or tool output: enough to say what it was; less
  * (down to MIN_READ_FLOOR_CHARS) when the messages are so many that these would not fit it twice.
@@ -109,6 +109,8 @@ export interface SummarizeRequest {
    * a compaction that comes a little sooner.
    */
   userRoomTokens?: number;
+  /** The most transcript the summarizer reads, in tokens (default 4 × maxSummaryTokens). */
+  readTokens?: number;
   /**
    * Messages of `messages` the summarizer reads for context that stay in the prompt whole (the
    * latest request): the mechanical digest leaves them out.
@@ -306,7 +308,7 @@ function tierOf(message: GuardMessage): number {
 
 /**
  * `messages` as the summarizer will read them, within `budgetChars` of transcript when that can be
- * reached (see SUMMARIZER_READ_FACTOR): each tier in turn, tool output first, is cut to the level
+ * reached (see `readTokens`): each tier in turn, tool output first, is cut to the level
  * that saves what is over (never below MIN_READ_CHARS). What is still over is chunked as before.
  */
 function boundTranscript(messages: GuardMessage[], budgetChars: number): GuardMessage[] {
@@ -428,7 +430,7 @@ async function summarizeRaw(req: SummarizeRequest, override?: string): Promise<S
   // The instructions and the summary so far already fill the summarizer's window (a tiny window
   // at a high token ratio): calling it would overflow it.
   if (budgetChars < MIN_CHUNK_CHARS) return fallBack('no-room', req.messages);
-  const readChars = (SUMMARIZER_READ_FACTOR * req.maxSummaryTokens) / req.tokensPerChar;
+  const readChars = (req.readTokens ?? 4 * req.maxSummaryTokens) / req.tokensPerChar;
   let chunks = chunk(boundTranscript(req.messages, readChars), budgetChars);
   const stated = Math.max(64, Math.floor(req.maxSummaryTokens * STATED_BUDGET_SHARE));
   for (let i = 0; i < chunks.length; i++) {

@@ -499,6 +499,27 @@ describe('summarize: what the summarizer reads, and what the digest keeps once',
     expect(transcript).toContain('characters omitted');
   });
 
+  it('reads as much as readTokens (the summarizerInputTokens option) allows: a larger bound reads every file whole', async () => {
+    const prompts: string[] = [];
+    const summarizer: Summarizer = (input) => {
+      prompts.push(input.prompt);
+      return 'ok';
+    };
+    // Files under the transcript's own 2,000-character cut of each tool output.
+    const messages = [0, 1, 2, 3, 4, 5, 6, 7].flatMap((i) => turn(i, 150, 1500));
+    await summarize(
+      request({ messages, summarizer, maxSummaryTokens: 800, readTokens: 20_000, summarizerContextWindow: 64_000 }),
+    );
+    expect(prompts).toHaveLength(1);
+    expect(prompts[0]).not.toContain('characters omitted');
+    prompts.length = 0;
+    await summarize(
+      request({ messages, summarizer, maxSummaryTokens: 800, readTokens: 1_000, summarizerContextWindow: 64_000 }),
+    );
+    expect((prompts[0] as string).length).toBeLessThan(1_000 / 0.375 + 2_000);
+    for (let i = 0; i < 8; i++) expect(prompts[0]).toContain(`request-${i}: `);
+  });
+
   it('leaves a message the summarizer reads only for context (the latest request, sent whole) out of the digest', async () => {
     const latest = seventeen[16] as GuardMessage;
     const outcome = await summarize(request({ contextOnly: new Set([latest]), roomTokens: 3_000 }));

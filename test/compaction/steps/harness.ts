@@ -22,6 +22,7 @@ export const SETTINGS: CompactionSettings = {
   keepRecentTokens: 2_000,
   keepFirstUserMessage: true,
   maxSummaryTokens: 1_000,
+  summarizerInputTokens: 4_000,
   summarizerContextWindow: 10_000,
   summarizerTimeoutMs: 1_000,
   compactionTimeoutMs: 1_000,
