@@ -1953,7 +1953,16 @@ async function runConversation(
         // The summarizer may get a cut copy (its chunks clip long messages): one start is a prefix of the other.
         const mine = head(start, SUMMARIZED_START_CHARS);
         const mineRaw = head((userTextParts(m)[0] ?? '').replace(/\s+/g, ' ').trim(), SUMMARIZED_START_CHARS);
-        const given = (g: string, x: string) => g.startsWith(x) || (g.length >= 12 && x.startsWith(g));
+        // The summarizer's read bound may cut a user message to its first few dozen characters (and
+        // its end): the copy's head before the cut's marker is what it read of the start.
+        const readHead = (g: string) => {
+          const cut = g.indexOf(' [... ');
+          return (cut >= 0 ? g.slice(0, cut) : g).trimEnd();
+        };
+        const given = (g: string, x: string) => {
+          const h = readHead(g);
+          return g.startsWith(x) || (h.length >= 12 && x.startsWith(h));
+        };
         if (session.summarizedStarts.some((g) => given(g, mine) || given(g, mineRaw))) return;
         bump(c.checks, 'user starts checked in digests');
         const raw = startOf(m, guard.options.redact, DIGEST_START_CHARS, true);
