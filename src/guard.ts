@@ -31,6 +31,13 @@ import { PromptMeasurer } from './tokens/prompt-measure.ts';
 
 export type * from './api.ts';
 
+/**
+ * A real count this far from the estimate (relative) makes the next call compare the whole history
+ * (see CheckedInputs): several times the calibrated estimate's usual error (p95 about 1%, see
+ * BENCHMARKS.md), so that only a view gone stale, not the calibration's noise, triggers it.
+ */
+const STALE_VIEW_ERROR = 0.03;
+
 export function createContextGuard(options: ContextGuardOptions = {}): ContextGuard {
   return new Guard(resolveOptions(options));
 }
@@ -57,7 +64,7 @@ class Guard implements ContextGuard {
     });
     this.resolver = new CallResolver(resolved, this.emit);
     this.measurer = new PromptMeasurer(resolved.maxSessions);
-    this.checkedInputs = new CheckedInputs(resolved.maxSessions);
+    this.checkedInputs = new CheckedInputs(resolved.maxSessions, resolved.historyCheck);
     this.pairing = new PairingProgress(resolved.maxSessions);
     this.archive = new Archive(
       resolved.archive,
@@ -87,7 +94,7 @@ class Guard implements ContextGuard {
       messages = checked.messages;
       if (checked.dropped.length > 0)
         this.emit({ type: 'invalid-messages', sessionId, indices: checked.dropped, reasons: checked.reasons });
-      return await this.sessions.run(sessionId, () => this.beforeModelLocked({ ...input, messages }));
+      return await this.sessions.run(sessionId, () => this.beforeModelLocked({ ...input, messages }, raw));
     } catch (error) {
       this.emit({ type: 'error', ...(sessionId ? { sessionId } : {}), stage: 'beforeModel', error });
       return failClosed(this.resolver, this.options, input, messages);
@@ -95,7 +102,13 @@ class Guard implements ContextGuard {
   };
 
   readonly afterModel = (input: AfterModelInput): Promise<void> =>
-    this.guarded('afterModel', input?.sessionId, undefined, (sessionId) => recordUsage(this, { ...input, sessionId }));
+    this.guarded('afterModel', input?.sessionId, undefined, async (sessionId) => {
+      const error = await recordUsage(this, { ...input, sessionId });
+      // The provider counted the prompt as sent, the host's current messages: an estimate this far
+      // off may come from an old message edited in place that the amortized input check has not
+      // compared yet. The next call compares them all.
+      if (error !== undefined && Math.abs(error) > STALE_VIEW_ERROR) this.checkedInputs.checkFullNext(sessionId);
+    });
 
   readonly status = async (sessionId: string): Promise<SessionStatus | undefined> => {
     try {
@@ -176,13 +189,33 @@ class Guard implements ContextGuard {
     await this.archive.delete(sessionId);
   };
 
-  /** Estimate → decide → compact → record, as the session's only call in this process. */
-  private async beforeModelLocked(input: BeforeModelInput): Promise<BeforeModelResult> {
+  /**
+   * Estimate → decide → compact → record, as the session's only call in this process. `raw` is the
+   * host's array as it came, which the input check compared (`input.messages` without its junk).
+   */
+  private async beforeModelLocked(input: BeforeModelInput, raw: readonly unknown[]): Promise<BeforeModelResult> {
     // Archive batches the store failed earlier are written before anything else leaves the prompt.
     if (this.archive.hasPending(input.sessionId)) await this.archive.flush(input.sessionId);
-    const call = await this.resolver.call(this.measurer, input);
-    let state = await this.sessions.load(call.sessionId);
+    const made = this.resolver.call(this.measurer, input);
+    let call = made instanceof Promise ? await made : made;
+    let state = this.sessions.loadNow(call.sessionId) ?? (await this.sessions.load(call.sessionId));
     let p = prepare(call, state, this.options.calibration, this.pairing);
+    if (needsCompaction(call, state, p)) {
+      // A compaction decides on the whole history: what the input check took on trust is compared
+      // first, and a difference found means a new estimate before deciding.
+      const verified = this.checkedInputs.verify(call.sessionId, raw);
+      if (verified) {
+        if (verified.dropped.length > 0)
+          this.emit({
+            type: 'invalid-messages',
+            sessionId: call.sessionId,
+            indices: verified.dropped,
+            reasons: verified.reasons,
+          });
+        call = await this.resolver.call(this.measurer, { ...input, messages: verified.messages });
+        p = prepare(call, state, this.options.calibration, this.pairing);
+      }
+    }
     reportEstimate(this, call, p, input.modelId);
     let outcome: CompactionOutcome | undefined;
     let attempted = false;

@@ -74,7 +74,8 @@ function prepareWith(
       memo = rest;
     }
   }
-  const view = renderView(call.hostMessages, memo, summaryApplies, call.hashOf, false);
+  // The host's own array when nothing applies: what the guard sends unchanged is not copied.
+  const view = renderView(call.hostMessages, memo, summaryApplies, call.hashOf, false, false);
   // Untouched (no summary or edit applies): the host's messages, measured from their canonical
   // form, at the cost of what was added since the last call. Otherwise the same view, rendered from
   // the canonical form when the host rebuilt its messages: those the memo leaves alone are then the
