@@ -3,6 +3,8 @@
 //
 //   node bench/overhead.ts            (about 100k and 1M tokens; add --quick for a smoke run)
 //   node bench/overhead.ts --runs 5   (five runs, each in its own process: each row's median, min and max)
+//   node bench/overhead.ts --flush-mb 4   (4 MB written before each timed call and each recount,
+//                                          untimed: the caches a host's own work leaves behind)
 //
 // A throwaway session of each host runs first, so that the timed calls run compiled code (an
 // agent's process calls the guard thousands of times) and the 100k row is not a measure of the JIT.
@@ -21,6 +23,14 @@ const quick = process.argv.includes('--quick');
 const runsAt = process.argv.indexOf('--runs');
 const RUNS = runsAt >= 0 ? Number(process.argv[runsAt + 1]) : 1;
 const asJson = process.argv.includes('--json');
+const flushAt = process.argv.indexOf('--flush-mb');
+const FLUSH_MB = flushAt >= 0 ? Number(process.argv[flushAt + 1]) : 0;
+const cold = FLUSH_MB > 0;
+/** Written one word per cache line between calls: what sits in the caches after a host's own work. */
+const flushBuffer = new Int32Array((FLUSH_MB * (1 << 20)) / 4);
+const flushCaches = (): void => {
+  for (let i = 0; i < flushBuffer.length; i += 16) flushBuffer[i] = (flushBuffer[i] as number) + 1;
+};
 const SIZES = quick ? [20_000, 100_000] : [100_000, 1_000_000];
 const TIMED_STEPS = quick ? 20 : 100;
 const RESULT_CHARS = 3_000;
@@ -139,12 +149,14 @@ async function measure(targetTokens: number, host: Host): Promise<Row> {
   for (let k = 0; k < TIMED_STEPS; k++) {
     history = [...history, ...step(i++)];
     const sent = host === 'rebuilt objects' ? rebuild(history) : history;
+    if (cold) flushCaches();
     const t0 = performance.now();
     await guard.beforeModel({ sessionId: 's', messages: sent, tools });
     await guard.afterModel({ sessionId: 's', usage: { inputTokens: Math.round(heuristic * 1.3) } });
     guardTimes.push(performance.now() - t0);
     if (k % RECOUNT_EVERY === 0) {
       const lc = toLangChain(history);
+      if (cold) flushCaches();
       const t1 = performance.now();
       await countTokensApproximately(lc);
       recountTimes.push(performance.now() - t1);
@@ -191,7 +203,12 @@ if (asJson) {
   const runs: Row[][] = [];
   if (RUNS === 1) runs.push(await run());
   else {
-    const args = [fileURLToPath(import.meta.url), ...(quick ? ['--quick'] : []), '--json'];
+    const args = [
+      fileURLToPath(import.meta.url),
+      ...(quick ? ['--quick'] : []),
+      ...(cold ? ['--flush-mb', String(FLUSH_MB)] : []),
+      '--json',
+    ];
     for (let r = 0; r < RUNS; r++) {
       const child = spawnSync(process.execPath, args, { encoding: 'utf8', maxBuffer: 1 << 24 });
       if (child.status !== 0) throw new Error(`run ${r + 1} failed: ${child.stderr}`);
@@ -218,7 +235,7 @@ if (asJson) {
     );
   });
   console.log(
-    `node ${process.version}, ${RUNS === 1 ? 'one run' : `${RUNS} runs, each in its own process (median, lowest–highest)`}; ` +
+    `node ${process.version}${cold ? `, ${FLUSH_MB} MB written before each timed call` : ''}, ${RUNS === 1 ? 'one run' : `${RUNS} runs, each in its own process (median, lowest–highest)`}; ` +
       `each row of a run: the median of ${TIMED_STEPS} calls (guard) and ${TIMED_STEPS / RECOUNT_EVERY} recounts`,
   );
   console.log(lines.join('\n'));

@@ -161,31 +161,44 @@ export class CallResolver {
   }
 
   /** Everything a beforeModel call measures with; at once (no promise) when no tokenizer is needed. */
-  call(
-    measurer: PromptMeasurer,
-    input: {
-      sessionId: string;
-      modelId?: string;
-      messages: readonly GuardMessage[];
-      tools?: readonly ToolDefinition[];
-      contextWindow?: number;
-    },
-  ): Call | Promise<Call> {
+  call(measurer: PromptMeasurer, input: CallInput): Call | Promise<Call> {
     const { sessionId, modelId } = input;
-    const contextWindow = this.window(sessionId, modelId, input.contextWindow);
-    const threshold = contextWindow === undefined ? Number.POSITIVE_INFINITY : this.threshold(sessionId, contextWindow);
     const { encoding, provider } = this.factsOf(modelId);
-    // Characters need no tokenizer: no promise to wait for on the common path.
-    if (encoding === undefined) return callWith(measurer, input, contextWindow, threshold, provider, CHARACTER_MEASURE);
+    if (encoding === undefined) return this.callNow(measurer, input) as Call;
+    const { contextWindow, threshold } = this.limits(input);
     return this.textMeasure(sessionId, modelId).then((text) =>
       callWith(measurer, input, contextWindow, threshold, provider, text),
     );
   }
+
+  /** The call at once when its text is measured in characters (no tokenizer to wait for); else undefined. */
+  callNow(measurer: PromptMeasurer, input: CallInput): Call | undefined {
+    const { encoding, provider } = this.factsOf(input.modelId);
+    if (encoding !== undefined) return undefined;
+    const { contextWindow, threshold } = this.limits(input);
+    return callWith(measurer, input, contextWindow, threshold, provider, CHARACTER_MEASURE);
+  }
+
+  private limits(input: CallInput): { contextWindow: number | undefined; threshold: number } {
+    const contextWindow = this.window(input.sessionId, input.modelId, input.contextWindow);
+    const threshold =
+      contextWindow === undefined ? Number.POSITIVE_INFINITY : this.threshold(input.sessionId, contextWindow);
+    return { contextWindow, threshold };
+  }
+}
+
+/** What a call is set up from. */
+interface CallInput {
+  sessionId: string;
+  modelId?: string;
+  messages: readonly GuardMessage[];
+  tools?: readonly ToolDefinition[];
+  contextWindow?: number;
 }
 
 function callWith(
   measurer: PromptMeasurer,
-  input: { sessionId: string; modelId?: string; messages: readonly GuardMessage[]; tools?: readonly ToolDefinition[] },
+  input: CallInput,
   contextWindow: number | undefined,
   threshold: number,
   provider: ReturnType<typeof mediaProviderForModel>,

@@ -9,11 +9,15 @@ const started = <T>(task: () => Promise<T>): Promise<T> => {
   }
 };
 
+const settled = Promise.resolve();
+
 export class KeyedLock {
   private readonly tails = new Map<string, Promise<unknown>>();
+  /** Keys whose synchronous task (runNow) is running: a task queued meanwhile starts after it. */
+  private readonly busy = new Set<string>();
 
   run<T>(key: string, task: () => Promise<T>): Promise<T> {
-    const previous = this.tails.get(key);
+    const previous = this.tails.get(key) ?? (this.busy.has(key) ? settled : undefined);
     // Uncontended (every call of an agent that waits for each model call): the task starts at once,
     // with no promise chained before it.
     const result = previous ? previous.then(task, task) : started(task);
@@ -25,5 +29,20 @@ export class KeyedLock {
     const tail: Promise<unknown> = result.then(done, done);
     this.tails.set(key, tail);
     return result;
+  }
+
+  /**
+   * Runs a synchronous task at once when the key is idle (nothing running or queued), and answers
+   * what it returns; undefined without running it otherwise. Nothing can interleave with a
+   * synchronous task: it needs no promise, and a task `run` queues from inside it starts after it.
+   */
+  runNow<T>(key: string, task: () => T): T | undefined {
+    if (this.tails.has(key) || this.busy.has(key)) return undefined;
+    this.busy.add(key);
+    try {
+      return task();
+    } finally {
+      this.busy.delete(key);
+    }
   }
 }

@@ -111,6 +111,15 @@ export class SessionRepository {
     return next;
   }
 
+  /**
+   * Runs a synchronous `task` at once as the session's only call, when the default in-memory store
+   * is in use and the session is idle: what it returns (undefined when the task gives up, and
+   * the caller goes the asynchronous way). Undefined without running it otherwise.
+   */
+  runNow<T>(sessionId: string, task: () => T | undefined): T | undefined {
+    return this.memory ? this.calls.runNow(sessionId, task) : undefined;
+  }
+
   async load(sessionId: string): Promise<SessionState> {
     const got = await this.withStore(sessionId, 'get', () => this.checked(sessionId, this.store.get(sessionId)));
     const local = await this.shadow?.get(sessionId);
