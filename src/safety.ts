@@ -11,6 +11,7 @@ import { mechanicalSummary } from './compaction/mechanical.ts';
 import { summaryMessage } from './compaction/placement.ts';
 import { clipMiddle, mediaLabel } from './compaction/text.ts';
 import { CHARS_PER_TOKEN, measureMessage } from './tokens/heuristic.ts';
+import { RecentMap } from './state/recent.ts';
 import { canonicalForms, MessageKeys } from './tokens/prompt-measure.ts';
 
 /** Deepest nesting searched for a cycle: no provider accepts deeper JSON anyway. */
@@ -300,12 +301,11 @@ export interface CheckedInput extends ValidatedMessages {
  * measures of earlier calls hold for the entries they covered, and those are not looked at again.
  */
 export class CheckedInputs {
-  private readonly last = new Map<string, CheckedHistory>();
-  private readonly max: number;
+  private readonly last: RecentMap<string, CheckedHistory>;
   private readonly amortized: boolean;
 
   constructor(max: number, historyCheck: 'amortized' | 'full' = 'amortized') {
-    this.max = max;
+    this.last = new RecentMap(max);
     this.amortized = historyCheck === 'amortized';
   }
 
@@ -342,8 +342,9 @@ export class CheckedInputs {
       }
     }
     const checked = validMessages(input, same, history?.canon);
-    this.last.delete(sessionId);
     if (checked.dropped.length > 0) {
+      // Nothing of this input is remembered: the next call checks every entry again.
+      this.last.delete(sessionId);
       canonicalForms.delete(input);
       return { ...checked, unchanged: same };
     }
@@ -360,6 +361,7 @@ export class CheckedInputs {
     } catch {
       // A field that cannot be read twice (a hostile getter): nothing is remembered, the next call
       // checks everything again, and this one measures the input as it is.
+      this.last.delete(sessionId);
       canonicalForms.delete(input);
       return { ...checked, unchanged: same };
     }
@@ -368,7 +370,6 @@ export class CheckedInputs {
     kept.verified = verified;
     kept.fullNext = false;
     this.last.set(sessionId, kept);
-    if (this.last.size > this.max) this.last.delete(this.last.keys().next().value as string);
     canonicalForms.set(input, { messages: next, length: n, rebuilt });
     return { ...checked, unchanged: same };
   }
@@ -383,11 +384,6 @@ export class CheckedInputs {
     if (!history || history.verified || history.canon.length !== input.length) return undefined;
     const checked = this.check(sessionId, input, true);
     return checked.unchanged === input.length && checked.dropped.length === 0 ? undefined : checked;
-  }
-
-  /** Whether the session's last check compared every message. */
-  verified(sessionId: string): boolean {
-    return this.last.get(sessionId)?.verified !== false;
   }
 
   /** The session's next check compares every message (its view may be stale: a real count disagreed). */
@@ -411,24 +407,30 @@ function sample(history: CheckedHistory, input: readonly unknown[]): boolean | u
   const { canon, keys } = history;
   const known = canon.length;
   let head = HEAD_MESSAGES;
-  while (head < known && canon[head]?.role === 'system') head++;
+  while (head < known && keys.roleOf(head) === 'system') head++;
   const boundary = Math.max(head, known - BOUNDARY_MESSAGES);
   const from = history.cursor >= head && history.cursor < boundary ? history.cursor : head;
   const to = Math.min(boundary, from + SLICE_MESSAGES);
-  let rebuilt = false;
-  for (const [start, end] of [
-    [0, head],
-    [boundary, known],
-    [from, to],
-  ] as const) {
-    let i = start;
-    while (i < end && input[i] === canon[i]) i++;
-    if (i === end) continue;
-    rebuilt = true;
-    if (sameUpTo(keys, canon, input, i, end) !== end) return undefined;
-  }
+  const head0 = sameRun(history, input, 0, head);
+  if (head0 === undefined) return undefined;
+  const last = sameRun(history, input, boundary, known);
+  if (last === undefined) return undefined;
+  const slice = sameRun(history, input, from, to);
+  if (slice === undefined) return undefined;
   history.cursor = to >= boundary ? head : to;
-  return rebuilt;
+  return head0 || last || slice;
+}
+
+/**
+ * Whether `input` has the known messages from `start` to `end`: undefined when one differs, else
+ * whether any was matched by content rather than identity.
+ */
+function sameRun(history: CheckedHistory, input: readonly unknown[], start: number, end: number): boolean | undefined {
+  const { canon, keys } = history;
+  let i = start;
+  while (i < end && input[i] === canon[i]) i++;
+  if (i === end) return false;
+  return sameUpTo(keys, canon, input, i, end) === end ? true : undefined;
 }
 
 /**

@@ -13,11 +13,15 @@ const settled = Promise.resolve();
 
 export class KeyedLock {
   private readonly tails = new Map<string, Promise<unknown>>();
-  /** Keys whose synchronous task (runNow) is running: a task queued meanwhile starts after it. */
-  private readonly busy = new Set<string>();
+  /**
+   * The key whose synchronous task (runNow) is running, if any: a task queued meanwhile starts after
+   * it. One at a time: a synchronous task cannot start another one's before it ends... except from
+   * inside itself (an event listener calling the guard), which `runNow` then refuses.
+   */
+  private busy: string | undefined;
 
   run<T>(key: string, task: () => Promise<T>): Promise<T> {
-    const previous = this.tails.get(key) ?? (this.busy.has(key) ? settled : undefined);
+    const previous = this.tails.get(key) ?? (this.busy === key ? settled : undefined);
     // Uncontended (every call of an agent that waits for each model call): the task starts at once,
     // with no promise chained before it.
     const result = previous ? previous.then(task, task) : started(task);
@@ -37,12 +41,12 @@ export class KeyedLock {
    * synchronous task: it needs no promise, and a task `run` queues from inside it starts after it.
    */
   runNow<T>(key: string, task: () => T): T | undefined {
-    if (this.tails.has(key) || this.busy.has(key)) return undefined;
-    this.busy.add(key);
+    if (this.busy !== undefined || this.tails.has(key)) return undefined;
+    this.busy = key;
     try {
       return task();
     } finally {
-      this.busy.delete(key);
+      this.busy = undefined;
     }
   }
 }
