@@ -134,6 +134,40 @@ describe('historyCheck: amortized', () => {
       expect(JSON.stringify(summaries.at(-1) ?? r.messages)).toContain('grown in place');
     });
 
+    it(`decides to compact on the whole history, not on what it took on trust (${host})`, async () => {
+      // An old tool output shrunk in place, then a step added: on what the last call knew the prompt
+      // is over the threshold; on the host's current messages it is not.
+      let messages = history(150);
+      const index = oldToolIndex(messages, HEAD_MESSAGES + SLICE_MESSAGES + 20);
+      const next = [...edited(messages, index, 'x'), ...history(1, 1_000)];
+      const tokensOf = async (guard: ReturnType<typeof guarded>['guard'], calls: GuardMessage[][]) => {
+        let tokens = 0;
+        for (const m of calls) tokens = (await guard.beforeModel({ sessionId: 's', messages: send(host, m) })).tokens;
+        return tokens;
+      };
+      const stale = await tokensOf(guarded().guard, [messages, next]);
+      const current = await tokensOf(guarded().guard, [next]);
+      expect(stale).toBeGreaterThan(current + 2);
+      // A window whose threshold (80% below 200k) lies between the two.
+      const threshold = Math.floor((stale + current) / 2);
+      const contextWindow = Math.ceil(threshold / 0.8);
+      const summaries: unknown[] = [];
+      const guard = createContextGuard({
+        summarizer: async () => {
+          summaries.push(1);
+          return 'Summary.';
+        },
+      });
+      await guard.beforeModel({ sessionId: 's', messages: send(host, messages), contextWindow });
+      messages = next;
+      const r = await guard.beforeModel({ sessionId: 's', messages: send(host, messages), contextWindow });
+      expect(r.threshold).toBeGreaterThan(current);
+      expect(r.threshold).toBeLessThan(stale);
+      expect(r.compaction).toBeUndefined();
+      expect(r.tokens).toBe(current);
+      expect(summaries).toEqual([]);
+    });
+
     it(`compares everything on the call after a real count that disagrees with the estimate (${host})`, async () => {
       const { guard, seen } = guarded();
       let messages = history(150);
