@@ -2,6 +2,9 @@
 // next to a full recount of the same history with LangChain's countTokensApproximately.
 //
 //   node bench/overhead.ts            (about 100k and 1M tokens; add --quick for a smoke run)
+//   node bench/overhead.ts --runs 5   (five runs, each in its own process: each row's median, min and max)
+//   node bench/overhead.ts --flush-mb 4   (4 MB written before each timed call and each recount,
+//                                          untimed: the caches a host's own work leaves behind)
 //
 // A throwaway session of each host runs first, so that the timed calls run compiled code (an
 // agent's process calls the guard thousands of times) and the 100k row is not a measure of the JIT.
@@ -10,11 +13,24 @@
 // hand-written loops) and one that rebuilds every message object around the same strings on every
 // call (the AI SDK converts its prompt anew each step). Building the arrays is the host's work and
 // is not timed; only the guard's calls and the recount are.
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
 import { countTokensApproximately } from 'langchain';
 import { createContextGuard, type GuardMessage } from '../src/index.ts';
 
 const quick = process.argv.includes('--quick');
+const runsAt = process.argv.indexOf('--runs');
+const RUNS = runsAt >= 0 ? Number(process.argv[runsAt + 1]) : 1;
+const asJson = process.argv.includes('--json');
+const flushAt = process.argv.indexOf('--flush-mb');
+const FLUSH_MB = flushAt >= 0 ? Number(process.argv[flushAt + 1]) : 0;
+const cold = FLUSH_MB > 0;
+/** Written one word per cache line between calls: what sits in the caches after a host's own work. */
+const flushBuffer = new Int32Array((FLUSH_MB * (1 << 20)) / 4);
+const flushCaches = (): void => {
+  for (let i = 0; i < flushBuffer.length; i += 16) flushBuffer[i] = (flushBuffer[i] as number) + 1;
+};
 const SIZES = quick ? [20_000, 100_000] : [100_000, 1_000_000];
 const TIMED_STEPS = quick ? 20 : 100;
 const RESULT_CHARS = 3_000;
@@ -101,7 +117,7 @@ const tools = [
 
 type Host = 'same objects' | 'rebuilt objects' | 'same objects, exact o200k';
 
-async function measure(targetTokens: number, host: Host) {
+async function measure(targetTokens: number, host: Host): Promise<Row> {
   // A window far above the history so the guard only measures (compaction is not what is timed here).
   let heuristic = 0;
   const guard = createContextGuard({
@@ -133,12 +149,14 @@ async function measure(targetTokens: number, host: Host) {
   for (let k = 0; k < TIMED_STEPS; k++) {
     history = [...history, ...step(i++)];
     const sent = host === 'rebuilt objects' ? rebuild(history) : history;
+    if (cold) flushCaches();
     const t0 = performance.now();
     await guard.beforeModel({ sessionId: 's', messages: sent, tools });
     await guard.afterModel({ sessionId: 's', usage: { inputTokens: Math.round(heuristic * 1.3) } });
     guardTimes.push(performance.now() - t0);
     if (k % RECOUNT_EVERY === 0) {
       const lc = toLangChain(history);
+      if (cold) flushCaches();
       const t1 = performance.now();
       await countTokensApproximately(lc);
       recountTimes.push(performance.now() - t1);
@@ -153,24 +171,72 @@ async function measure(targetTokens: number, host: Host) {
   };
 }
 
-// Warm-up: every host through the same paths once, results discarded.
-for (const host of ['same objects', 'rebuilt objects', 'same objects, exact o200k'] as const)
-  await measure(quick ? 5_000 : 300_000, host);
-
-const rows: string[] = [];
-rows.push(
-  '| history (chars/4 tokens, mid-run) | messages (mid-run) | host | guard µs/call | full recount µs/call | guard / recount |',
-);
-rows.push('|---:|---:|---|---:|---:|---:|');
-for (const size of SIZES) {
-  for (const host of ['same objects', 'rebuilt objects', 'same objects, exact o200k'] as const) {
-    const r = await measure(size, host);
-    rows.push(
-      `| ${r.tokens.toLocaleString('en-US')} | ${r.messages.toLocaleString('en-US')} | ${r.host} | ${(r.guard * 1000).toFixed(0)} | ${(r.recount * 1000).toFixed(0)} | ${((r.guard / r.recount) * 100).toFixed(1)}% |`,
-    );
-  }
+interface Row {
+  host: Host;
+  tokens: number;
+  messages: number;
+  guard: number;
+  recount: number;
 }
-console.log(
-  `node ${process.version}, median of ${TIMED_STEPS} calls (guard) and ${TIMED_STEPS / RECOUNT_EVERY} recounts per row`,
-);
-console.log(rows.join('\n'));
+
+/** One run: every size and host, after a warm-up of every host through the same paths (discarded). */
+async function run(): Promise<Row[]> {
+  for (const host of ['same objects', 'rebuilt objects', 'same objects, exact o200k'] as const)
+    await measure(quick ? 5_000 : 300_000, host);
+  const rows: Row[] = [];
+  for (const size of SIZES)
+    for (const host of ['same objects', 'rebuilt objects', 'same objects, exact o200k'] as const)
+      rows.push(await measure(size, host));
+  return rows;
+}
+
+const µs = (ms: number): string => (ms * 1000).toFixed(0);
+const pct = (x: number): string => `${(x * 100).toFixed(1)}%`;
+/** The median of a row's values over the runs, with the lowest and highest in brackets when there are several. */
+const spread = (xs: number[], show: (x: number) => string): string =>
+  xs.length === 1 ? show(xs[0] as number) : `${show(median(xs))} (${show(Math.min(...xs))}–${show(Math.max(...xs))})`;
+
+if (asJson) {
+  console.log(JSON.stringify(await run()));
+} else {
+  // Each run in its own process: the spread between runs includes the JIT's and the heap's luck.
+  const runs: Row[][] = [];
+  if (RUNS === 1) runs.push(await run());
+  else {
+    const args = [
+      fileURLToPath(import.meta.url),
+      ...(quick ? ['--quick'] : []),
+      ...(cold ? ['--flush-mb', String(FLUSH_MB)] : []),
+      '--json',
+    ];
+    for (let r = 0; r < RUNS; r++) {
+      const child = spawnSync(process.execPath, args, { encoding: 'utf8', maxBuffer: 1 << 24 });
+      if (child.status !== 0) throw new Error(`run ${r + 1} failed: ${child.stderr}`);
+      runs.push(JSON.parse(child.stdout.trim().split('\n').at(-1) as string) as Row[]);
+    }
+  }
+  const lines = [
+    '| history (chars/4 tokens, mid-run) | messages (mid-run) | host | guard µs/call | full recount µs/call | guard / recount |',
+    '|---:|---:|---|---:|---:|---:|',
+  ];
+  (runs[0] as Row[]).forEach((first, i) => {
+    const of = (f: (row: Row) => number) => runs.map((rows) => f(rows[i] as Row));
+    lines.push(
+      `| ${first.tokens.toLocaleString('en-US')} | ${first.messages.toLocaleString('en-US')} | ${first.host} | ${spread(
+        of((r) => r.guard),
+        µs,
+      )} | ${spread(
+        of((r) => r.recount),
+        µs,
+      )} | ${spread(
+        of((r) => r.guard / r.recount),
+        pct,
+      )} |`,
+    );
+  });
+  console.log(
+    `node ${process.version}${cold ? `, ${FLUSH_MB} MB written before each timed call` : ''}, ${RUNS === 1 ? 'one run' : `${RUNS} runs, each in its own process (median, lowest–highest)`}; ` +
+      `each row of a run: the median of ${TIMED_STEPS} calls (guard) and ${TIMED_STEPS / RECOUNT_EVERY} recounts`,
+  );
+  console.log(lines.join('\n'));
+}

@@ -28,7 +28,11 @@ export interface BeforeModelInput {
 }
 
 export interface BeforeModelResult {
-  /** The messages to send. The input array is never mutated. */
+  /**
+   * The messages to send. The input array is never mutated. When the guard changes nothing (no
+   * summary, edit or repair applies: nearly every call) this is the input array itself, not a
+   * copy, so that a long history costs nothing to hand back: copy it before changing it.
+   */
   messages: GuardMessage[];
   /** Calibrated estimate of what `messages` + `tools` will cost. */
   tokens: number;

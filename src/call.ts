@@ -64,8 +64,19 @@ export function contextWindowFor(
   return modelId ? resolveModelInfo(modelId)?.contextWindow : undefined;
 }
 
+/** What a model id resolves to, the same on every call (the options are fixed): looked up once. */
+interface ModelFacts {
+  window: number | undefined;
+  encoding: ReturnType<typeof encodingFor>;
+  provider: ReturnType<typeof mediaProviderForModel>;
+}
+
+/** Model ids whose facts are kept (a guard serves a handful; a host inventing ids cannot grow it). */
+const MODEL_FACTS = 64;
+
 /** Resolves windows, thresholds and text measures, reporting each configuration problem once. */
 export class CallResolver {
+  private readonly facts = new Map<string | undefined, ModelFacts>();
   private readonly reportedModels = new Set<string>();
   private tokenizerReported = false;
   private readonly options: ResolvedOptions;
@@ -76,6 +87,21 @@ export class CallResolver {
     this.emit = emit;
   }
 
+  /** The registry's answers for a model id (and the options'), from the cache after the first call. */
+  private factsOf(modelId: string | undefined): ModelFacts {
+    let facts = this.facts.get(modelId);
+    if (!facts) {
+      facts = {
+        window: modelId ? resolveModelInfo(modelId, this.options.models)?.contextWindow : undefined,
+        encoding: encodingFor(this.options.exactCounting, modelId, this.options.models),
+        provider: mediaProviderForModel(modelId),
+      };
+      if (this.facts.size >= MODEL_FACTS) this.facts.clear();
+      this.facts.set(modelId, facts);
+    }
+    return facts;
+  }
+
   /**
    * The window of a call: the option, else the host's, else the registry's; undefined (reported once per model) when
    * none is known.
@@ -84,7 +110,7 @@ export class CallResolver {
     if (this.options.contextWindow !== undefined) return this.options.contextWindow;
     // A host's window below the minimum (a profile's placeholder, a fraction) is no window at all.
     if (isUsableWindow(callWindow)) return callWindow;
-    const window = modelId ? resolveModelInfo(modelId, this.options.models)?.contextWindow : undefined;
+    const window = this.factsOf(modelId).window;
     if (window !== undefined) return window;
     const key = modelId ?? '';
     if (!this.reportedModels.has(key)) {
@@ -117,7 +143,7 @@ export class CallResolver {
 
   /** How a call's text is measured; characters when the tokenizer cannot load (reported once). */
   async textMeasure(sessionId: string, modelId: string | undefined): Promise<TextMeasure> {
-    const encoding = encodingFor(this.options.exactCounting, modelId, this.options.models);
+    const encoding = this.factsOf(modelId).encoding;
     try {
       return await textMeasure(encoding);
     } catch (error) {
@@ -134,53 +160,79 @@ export class CallResolver {
     }
   }
 
-  /** Everything a beforeModel call measures with. */
-  async call(
-    measurer: PromptMeasurer,
-    input: {
-      sessionId: string;
-      modelId?: string;
-      messages: readonly GuardMessage[];
-      tools?: readonly ToolDefinition[];
-      contextWindow?: number;
-    },
-  ): Promise<Call> {
-    const { sessionId, modelId, tools, messages: hostMessages } = input;
-    const contextWindow = this.window(sessionId, modelId, input.contextWindow);
-    const threshold = contextWindow === undefined ? Number.POSITIVE_INFINITY : this.threshold(sessionId, contextWindow);
-    // Characters need no tokenizer: no promise to wait for on the common path.
-    const counted = encodingFor(this.options.exactCounting, modelId, this.options.models) !== undefined;
-    const text = counted ? await this.textMeasure(sessionId, modelId) : CHARACTER_MEASURE;
-    const provider = mediaProviderForModel(modelId);
-    // The session's own key; the other two are built when used (most calls measure neither).
-    const promptKey = sessionId;
-    // Set by the input check for this very array (safety.ts); the length guards against a host
-    // that changed the array in place since.
-    const form = canonicalForms.get(hostMessages);
-    const canonical = form?.length === hostMessages.length ? form : undefined;
-    const measureAs = (key: string, withTools: readonly ToolDefinition[] | undefined) =>
-      canonical
-        ? measurer.measureCanonical(key, canonical, withTools, provider, text)
-        : measurer.measure(key, hostMessages, withTools, provider, text);
-    let host: MeasuredPrompt | undefined;
-    const measureHost = () => (host ??= measureAs(measurerKeys(sessionId)[1], undefined));
-    const rebuilt = canonical?.rebuilt ? canonical.messages : undefined;
-    return {
-      sessionId,
-      hostMessages,
-      ...(rebuilt
-        ? { canonicalInput: rebuilt.length === hostMessages.length ? rebuilt : rebuilt.slice(0, hostMessages.length) }
-        : {}),
-      tools,
-      contextWindow,
-      threshold,
-      measure: (messages) => measurer.measure(promptKey, messages, tools, provider, text),
-      measureHostPrompt: () => measureAs(promptKey, tools),
-      measureHost,
-      hashOf: (i) => measureHost().entries[i]?.hash ?? 0,
-      measureApart: (messages) => measurer.measure(measurerKeys(sessionId)[2], messages, tools, provider, text),
-    };
+  /** Everything a beforeModel call measures with; at once (no promise) when no tokenizer is needed. */
+  call(measurer: PromptMeasurer, input: CallInput): Call | Promise<Call> {
+    const { sessionId, modelId } = input;
+    const { encoding, provider } = this.factsOf(modelId);
+    if (encoding === undefined) return this.callNow(measurer, input) as Call;
+    const { contextWindow, threshold } = this.limits(input);
+    return this.textMeasure(sessionId, modelId).then((text) =>
+      callWith(measurer, input, contextWindow, threshold, provider, text),
+    );
   }
+
+  /** The call at once when its text is measured in characters (no tokenizer to wait for); else undefined. */
+  callNow(measurer: PromptMeasurer, input: CallInput): Call | undefined {
+    const { encoding, provider } = this.factsOf(input.modelId);
+    if (encoding !== undefined) return undefined;
+    const { contextWindow, threshold } = this.limits(input);
+    return callWith(measurer, input, contextWindow, threshold, provider, CHARACTER_MEASURE);
+  }
+
+  private limits(input: CallInput): { contextWindow: number | undefined; threshold: number } {
+    const contextWindow = this.window(input.sessionId, input.modelId, input.contextWindow);
+    const threshold =
+      contextWindow === undefined ? Number.POSITIVE_INFINITY : this.threshold(input.sessionId, contextWindow);
+    return { contextWindow, threshold };
+  }
+}
+
+/** What a call is set up from. */
+interface CallInput {
+  sessionId: string;
+  modelId?: string;
+  messages: readonly GuardMessage[];
+  tools?: readonly ToolDefinition[];
+  contextWindow?: number;
+}
+
+function callWith(
+  measurer: PromptMeasurer,
+  input: CallInput,
+  contextWindow: number | undefined,
+  threshold: number,
+  provider: ReturnType<typeof mediaProviderForModel>,
+  text: TextMeasure,
+): Call {
+  const { sessionId, tools, messages: hostMessages } = input;
+  // The session's own key; the other two are built when used (most calls measure neither).
+  const promptKey = sessionId;
+  // Set by the input check for this very array (safety.ts); the length guards against a host
+  // that changed the array in place since.
+  const form = canonicalForms.get(hostMessages);
+  const canonical = form?.length === hostMessages.length ? form : undefined;
+  const measureAs = (key: string, withTools: readonly ToolDefinition[] | undefined) =>
+    canonical
+      ? measurer.measureCanonical(key, canonical, withTools, provider, text)
+      : measurer.measure(key, hostMessages, withTools, provider, text);
+  let host: MeasuredPrompt | undefined;
+  const measureHost = () => (host ??= measureAs(measurerKeys(sessionId)[1], undefined));
+  const rebuilt = canonical?.rebuilt ? canonical.messages : undefined;
+  return {
+    sessionId,
+    hostMessages,
+    ...(rebuilt
+      ? { canonicalInput: rebuilt.length === hostMessages.length ? rebuilt : rebuilt.slice(0, hostMessages.length) }
+      : {}),
+    tools,
+    contextWindow,
+    threshold,
+    measure: (messages) => measurer.measure(promptKey, messages, tools, provider, text),
+    measureHostPrompt: () => measureAs(promptKey, tools),
+    measureHost,
+    hashOf: (i) => measureHost().entries[i]?.hash ?? 0,
+    measureApart: (messages) => measurer.measure(measurerKeys(sessionId)[2], messages, tools, provider, text),
+  };
 }
 
 /**

@@ -194,7 +194,8 @@ async function askBeforeCompact(
     const answer = await hook({
       sessionId: call.sessionId,
       reason: r.reason,
-      messages: r.view.messages,
+      // A copy: the view may be the host's own array, which a hook must not be able to change.
+      messages: r.view.messages.slice(),
       tokens: r.tokens,
       threshold: call.threshold,
       target,

@@ -91,6 +91,7 @@ export const optionsSchema = z.strictObject({
   store: storeSchema.optional(),
   storeTimeoutMs: z.number().positive('expected a positive number of milliseconds').optional(),
   maxSessions: z.number().int('expected a whole number of sessions').positive('expected at least 1 session').optional(),
+  historyCheck: z.enum(['amortized', 'full'], { error: "expected 'amortized' or 'full'" }).optional(),
   onEvent: z.custom<(event: ContextGuardEvent) => void>(isFunction, 'expected a function').optional(),
   summarizer: z.custom<Summarizer>(isFunction, 'expected a function').optional(),
   redact: z
@@ -233,6 +234,17 @@ export interface ContextGuardOptions {
   storeTimeoutMs?: number;
   /** Bound of the default in-memory store and of the per-process estimate cache. Default 10,000. */
   maxSessions?: number;
+  /**
+   * How much of the history resent on every call is compared with the last call's. `amortized`
+   * (default): what was added, the last messages known before (where hosts retry and rewrite),
+   * the first messages, and a rotating slice of older ones, so that a message edited in place is
+   * found within a bounded number of calls (at once when the call compacts, after a real count
+   * that disagrees with the estimate, or when the history got shorter); until then it may skew the
+   * estimate, but the provider always receives the host's current messages. `full`: every message
+   * on every call, for hosts that edit old messages in place (it costs a read of the whole
+   * history per call: see BENCHMARKS.md, Per-call overhead).
+   */
+  historyCheck?: 'amortized' | 'full';
   /** Receives every event (estimates, warnings, ignored usage...). Exceptions it throws are swallowed. */
   onEvent?: (event: ContextGuardEvent) => void;
   /**
@@ -410,6 +422,7 @@ export interface ResolvedOptions {
   store: StateStore<SessionState> | undefined;
   storeTimeoutMs: number;
   maxSessions: number;
+  historyCheck: 'amortized' | 'full';
   onEvent: ((event: ContextGuardEvent) => void) | undefined;
   summarizer: Summarizer | undefined;
   /** The redaction in effect (the identity when turned off). */
@@ -449,6 +462,7 @@ export const DEFAULTS = {
   retention: 'keep-recent',
   keepFirstUserMessage: true,
   maxSessions: 10_000,
+  historyCheck: 'amortized',
   /** Windows of at least this size keep a fixed buffer; smaller ones keep a fraction. */
   largeWindow: 200_000,
   largeWindowBuffer: 20_000,
@@ -622,6 +636,7 @@ export function resolveOptions(input: unknown): ResolvedOptions {
     store: o.store,
     storeTimeoutMs: o.storeTimeoutMs ?? DEFAULTS.storeTimeoutMs,
     maxSessions: o.maxSessions ?? DEFAULTS.maxSessions,
+    historyCheck: o.historyCheck ?? DEFAULTS.historyCheck,
     onEvent: o.onEvent,
     summarizer: o.summarizer,
     redact: o.redact === false ? (text: string) => text : (o.redact ?? redactSecrets),

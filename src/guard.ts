@@ -14,7 +14,7 @@ import type {
   RecoverFromOverflowInput,
   RecoverFromOverflowResult,
 } from './api.ts';
-import { CallResolver, contextWindowFor, measurerKeys } from './call.ts';
+import { CallResolver, contextWindowFor, measurerKeys, type Call } from './call.ts';
 import { DEFAULTS, resolveOptions, type ContextGuardOptions, type ResolvedOptions } from './config.ts';
 import { compact, compactionRequest, type CompactionEnv, type CompactionOutcome } from './compact.ts';
 import { CircuitBreaker } from './compaction/summarize.ts';
@@ -25,11 +25,20 @@ import { needsCompaction, PairingProgress, prepare } from './prepare.ts';
 import { recordCall, recordUsage, reportEstimate } from './record.ts';
 import { CheckedInputs, failClosed } from './safety.ts';
 import { SessionRepository } from './state/repository.ts';
-import type { SessionStatus } from './state/session.ts';
+import type { SessionState, SessionStatus } from './state/session.ts';
 import type { StateStore } from './state/store.ts';
 import { PromptMeasurer } from './tokens/prompt-measure.ts';
 
 export type * from './api.ts';
+
+/**
+ * A real count this far from the estimate (relative) makes the next call compare the whole history
+ * (see CheckedInputs): several times the calibrated estimate's usual error (p95 about 1%, see
+ * BENCHMARKS.md), so that only a view gone stale, not the calibration's noise, triggers it.
+ */
+const STALE_VIEW_ERROR = 0.03;
+
+const DONE: Promise<void> = Promise.resolve();
 
 export function createContextGuard(options: ContextGuardOptions = {}): ContextGuard {
   return new Guard(resolveOptions(options));
@@ -57,7 +66,7 @@ class Guard implements ContextGuard {
     });
     this.resolver = new CallResolver(resolved, this.emit);
     this.measurer = new PromptMeasurer(resolved.maxSessions);
-    this.checkedInputs = new CheckedInputs(resolved.maxSessions);
+    this.checkedInputs = new CheckedInputs(resolved.maxSessions, resolved.historyCheck);
     this.pairing = new PairingProgress(resolved.maxSessions);
     this.archive = new Archive(
       resolved.archive,
@@ -87,15 +96,49 @@ class Guard implements ContextGuard {
       messages = checked.messages;
       if (checked.dropped.length > 0)
         this.emit({ type: 'invalid-messages', sessionId, indices: checked.dropped, reasons: checked.reasons });
-      return await this.sessions.run(sessionId, () => this.beforeModelLocked({ ...input, messages }));
+      const valid = { ...input, messages };
+      // The common call (default store, session idle, nothing to compact) is synchronous: no lock
+      // to wait for, no promise but this function's own.
+      const started: { call?: Call } = {};
+      const now = this.sessions.runNow(sessionId, () => this.beforeModelNow(valid, started));
+      if (now) return now;
+      return await this.sessions.run(sessionId, () => this.beforeModelLocked(valid, raw, started.call));
     } catch (error) {
       this.emit({ type: 'error', ...(sessionId ? { sessionId } : {}), stage: 'beforeModel', error });
       return failClosed(this.resolver, this.options, input, messages);
     }
   };
 
-  readonly afterModel = (input: AfterModelInput): Promise<void> =>
-    this.guarded('afterModel', input?.sessionId, undefined, (sessionId) => recordUsage(this, { ...input, sessionId }));
+  readonly afterModel = (input: AfterModelInput): Promise<void> => {
+    const id = typeof input?.sessionId === 'string' ? input.sessionId : '';
+    if (id) {
+      try {
+        // The default in-memory store with the session idle: recorded at once, synchronously.
+        if (this.sessions.runNow(id, () => this.recordCount(id, input) === undefined)) return DONE;
+      } catch (error) {
+        this.emit({ type: 'error', sessionId: id, stage: 'afterModel', error });
+        return DONE;
+      }
+    }
+    return this.guarded('afterModel', input?.sessionId, undefined, async (sessionId) => {
+      await this.recordCount(sessionId, input);
+    });
+  };
+
+  /** Records a real count; a promise only when the store answers asynchronously. */
+  private recordCount(sessionId: string, input: AfterModelInput): Promise<void> | undefined {
+    const counted = recordUsage(this, { ...input, sessionId });
+    if (!(counted instanceof Promise)) return this.counted(sessionId, counted);
+    return counted.then((error) => this.counted(sessionId, error));
+  }
+
+  private counted(sessionId: string, error: number | undefined): undefined {
+    // The provider counted the prompt as sent, the host's current messages: an estimate this far
+    // off may come from an old message edited in place that the amortized input check has not
+    // compared yet. The next call compares them all.
+    if (error !== undefined && Math.abs(error) > STALE_VIEW_ERROR) this.checkedInputs.checkFullNext(sessionId);
+    return undefined;
+  }
 
   readonly status = async (sessionId: string): Promise<SessionStatus | undefined> => {
     try {
@@ -176,13 +219,55 @@ class Guard implements ContextGuard {
     await this.archive.delete(sessionId);
   };
 
-  /** Estimate → decide → compact → record, as the session's only call in this process. */
-  private async beforeModelLocked(input: BeforeModelInput): Promise<BeforeModelResult> {
+  /**
+   * beforeModelLocked's common case, synchronously: undefined, having changed nothing but caches,
+   * when the call needs anything asynchronous (a tokenizer, an archive write, a compaction); the
+   * call it set up is then left in `started` for beforeModelLocked (its events are not sent twice).
+   */
+  private beforeModelNow(input: BeforeModelInput, started: { call?: Call }): BeforeModelResult | undefined {
+    if (this.archive.hasPending(input.sessionId)) return undefined;
+    const call = this.resolver.callNow(this.measurer, input);
+    if (!call) return undefined;
+    started.call = call;
+    // Set: runNow runs this only with the default in-memory store, whose commit is synchronous too.
+    const state = this.sessions.loadNow(call.sessionId) as SessionState;
+    const p = prepare(call, state, this.options.calibration, this.pairing);
+    if (needsCompaction(call, state, p)) return undefined;
+    reportEstimate(this, call, p, input.modelId);
+    return recordCall(this, call, state, p, undefined, false) as BeforeModelResult;
+  }
+
+  /**
+   * Estimate → decide → compact → record, as the session's only call in this process. `raw` is the
+   * host's array as it came, which the input check compared (`input.messages` without its junk).
+   */
+  private async beforeModelLocked(
+    input: BeforeModelInput,
+    raw: readonly unknown[],
+    started?: Call,
+  ): Promise<BeforeModelResult> {
     // Archive batches the store failed earlier are written before anything else leaves the prompt.
     if (this.archive.hasPending(input.sessionId)) await this.archive.flush(input.sessionId);
-    const call = await this.resolver.call(this.measurer, input);
-    let state = await this.sessions.load(call.sessionId);
+    const made = started ?? this.resolver.call(this.measurer, input);
+    let call = made instanceof Promise ? await made : made;
+    let state = this.sessions.loadNow(call.sessionId) ?? (await this.sessions.load(call.sessionId));
     let p = prepare(call, state, this.options.calibration, this.pairing);
+    if (needsCompaction(call, state, p)) {
+      // A compaction decides on the whole history: what the input check took on trust is compared
+      // first, and a difference found means a new estimate before deciding.
+      const verified = this.checkedInputs.verify(call.sessionId, raw);
+      if (verified) {
+        if (verified.dropped.length > 0)
+          this.emit({
+            type: 'invalid-messages',
+            sessionId: call.sessionId,
+            indices: verified.dropped,
+            reasons: verified.reasons,
+          });
+        call = await this.resolver.call(this.measurer, { ...input, messages: verified.messages });
+        p = prepare(call, state, this.options.calibration, this.pairing);
+      }
+    }
     reportEstimate(this, call, p, input.modelId);
     let outcome: CompactionOutcome | undefined;
     let attempted = false;

@@ -7,6 +7,7 @@ import type { ResolvedCalibration } from './config.ts';
 import { renderView, replaceMedia, requestEditsDropped, type CompactionMemo, type View } from './compaction/memo.ts';
 import { hasCompactable, requestIndex } from './compaction/request.ts';
 import { lastUnitStart, repairToolPairing } from './compaction/structure.ts';
+import { RecentMap } from './state/recent.ts';
 import type { SessionState } from './state/session.ts';
 import { compactionCalibration, estimate, priceAfterReset, type Estimate } from './tokens/calibration.ts';
 import { extendsPrompt, type MeasuredPrompt } from './tokens/prompt-measure.ts';
@@ -32,22 +33,21 @@ export interface Prepared {
  * repair: the next call checks from there, so the cost follows what was added.
  */
 export class PairingProgress {
-  private readonly validUpTo = new Map<string, number>();
-  private readonly max: number;
+  private readonly validUpTo: RecentMap<string, number>;
 
   constructor(max: number) {
-    this.max = max;
+    this.validUpTo = new RecentMap(max);
   }
 
+  /** The index checked up to, forgotten until `set` (a call that repaired something checks again). */
   take(sessionId: string): number {
     const n = this.validUpTo.get(sessionId) ?? 0;
-    this.validUpTo.delete(sessionId);
+    if (n > 0) this.validUpTo.set(sessionId, 0);
     return n;
   }
 
   set(sessionId: string, n: number): void {
     this.validUpTo.set(sessionId, n);
-    if (this.validUpTo.size > this.max) this.validUpTo.delete(this.validUpTo.keys().next().value as string);
   }
 
   forget(sessionId: string): void {
@@ -74,7 +74,8 @@ function prepareWith(
       memo = rest;
     }
   }
-  const view = renderView(call.hostMessages, memo, summaryApplies, call.hashOf, false);
+  // The host's own array when nothing applies: what the guard sends unchanged is not copied.
+  const view = renderView(call.hostMessages, memo, summaryApplies, call.hashOf, false, false);
   // Untouched (no summary or edit applies): the host's messages, measured from their canonical
   // form, at the cost of what was added since the last call. Otherwise the same view, rendered from
   // the canonical form when the host rebuilt its messages: those the memo leaves alone are then the

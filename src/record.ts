@@ -1,15 +1,15 @@
 // What a call leaves behind: the estimate it reports, the request it sends (waiting for its real
 // count) with what it changed in the session, and, after the model call, the real count folded into
 // the calibration. Everything goes through the session repository in one commit per call.
-import type { AfterModelInput, BeforeModelResult } from './api.ts';
+import type { AfterModelInput, BeforeModelResult, ModelUsage } from './api.ts';
 import type { Call } from './call.ts';
 import type { CompactionOutcome } from './compact.ts';
 import type { ResolvedOptions } from './config.ts';
-import type { ContextGuardEvent, UsageIgnoredEvent } from './events.ts';
+import type { ContextGuardEvent, EstimateEvent, UsageIgnoredEvent } from './events.ts';
 import type { GuardMessage } from './messages.ts';
 import type { Prepared } from './prepare.ts';
 import type { SessionRepository } from './state/repository.ts';
-import type { SessionCosts, SessionState } from './state/session.ts';
+import type { PendingRequest, SessionCosts, SessionState } from './state/session.ts';
 import type { CompactionResult } from './compaction/types.ts';
 import { recordRealCount, resetCalibration } from './tokens/calibration.ts';
 import { judgeUsage, usageShapeProblem } from './usage.ts';
@@ -22,38 +22,37 @@ export interface RecordContext {
 }
 
 export function reportEstimate(ctx: RecordContext, call: Call, p: Prepared, modelId: string | undefined): void {
+  // Events go to onEvent only: none are built when nobody listens.
+  if (!ctx.options.onEvent) return;
   const { sessionId, contextWindow, threshold } = call;
   const { unansweredCalls, orphanResults } = p.view;
   if (unansweredCalls + orphanResults > 0)
     ctx.emit({ type: 'tool-pairing-repaired', sessionId, unansweredCalls, orphanResults });
   const fraction = contextWindow === undefined ? 0 : p.est.tokens / contextWindow;
   const { tokens, heuristicTokens, correction, method } = p.est;
-  const window = contextWindow === undefined ? {} : { threshold, contextWindow, fraction };
-  ctx.emit({
-    type: 'estimate',
-    sessionId,
-    ...(modelId ? { modelId } : {}),
-    tokens,
-    heuristicTokens,
-    correction,
-    method,
-    ...window,
-    messages: p.view.messages.length,
-  });
+  const messages = p.view.messages.length;
+  const event: EstimateEvent = { type: 'estimate', sessionId, tokens, heuristicTokens, correction, method, messages };
+  if (modelId) event.modelId = modelId;
+  if (contextWindow !== undefined) {
+    event.threshold = threshold;
+    event.contextWindow = contextWindow;
+    event.fraction = fraction;
+  }
+  ctx.emit(event);
   const warnAt = ctx.options.warnAt;
   if (contextWindow !== undefined && fraction >= warnAt)
     ctx.emit({ type: 'warning', sessionId, tokens, threshold, contextWindow, fraction, warnAt });
 }
 
 /** Stores what this call sends (the request waiting for its real count) and what it changed, then answers. */
-export async function recordCall(
+export function recordCall(
   ctx: RecordContext,
   call: Call,
   state: SessionState,
   p: Prepared,
   outcome: CompactionOutcome | undefined,
   attempted: boolean,
-): Promise<BeforeModelResult> {
+): BeforeModelResult | Promise<BeforeModelResult> {
   const { sessionId, contextWindow, threshold } = call;
   const messages = outcome?.messages ?? p.view.messages;
   const tokens = outcome?.tokens ?? p.est.tokens;
@@ -69,49 +68,44 @@ export async function recordCall(
   // This call's memo wins when it compacted or changed the stored one (a stale summary dropped, a
   // request sent whole again); otherwise what is stored is kept (another process may have compacted).
   const changed = (state.memo?.summary !== undefined && !p.summaryApplies) || p.memoChanged === true;
-  await ctx.sessions.commit(sessionId, state, (current) => {
-    const { compactRequest, memo: currentMemo, ...rest } = current;
-    const memo = outcome?.memo ?? (changed ? p.memo : currentMemo);
+  // A new state object (stores may keep values by reference), built field by field: no rest copy.
+  const change = (current: SessionState): SessionState => {
+    const memo = outcome?.memo ?? (changed ? p.memo : current.memo);
     const calibration = outcome
       ? resetCalibration(current.calibration, outcome.calibration.reference?.offset ?? 0)
       : current.calibration;
-    const status =
-      contextWindow === undefined
-        ? {}
-        : {
-            status: {
-              tokens,
-              source: 'estimate' as const,
-              threshold,
-              contextWindow,
-              fraction: tokens / contextWindow,
-            },
-          };
-    const request = compactRequest && !attempted ? { compactRequest } : {};
-    return {
-      ...rest,
-      ...(memo ? { memo } : {}),
-      ...request,
-      ...paceAndCosts(current, tokens, outcome?.result, ctx.options.cost),
-      calls: current.calls + 1,
-      startedAt: current.startedAt ?? new Date().toISOString(),
-      calibration: { ...calibration, pending },
-      ...status,
-    };
-  });
-  if (outcome) await afterCompact(ctx, sessionId, outcome, messages);
+    const next: SessionState = { ...current, calls: current.calls + 1 };
+    // Deleted only when present (rare): a delete makes the object slower to read.
+    if (memo) next.memo = memo;
+    else if ('memo' in next) delete next.memo;
+    if ('compactRequest' in next && (!current.compactRequest || attempted)) delete next.compactRequest;
+    const { pace, costs } = paceAndCosts(current, tokens, outcome?.result, ctx.options.cost);
+    next.pace = pace;
+    next.costs = costs;
+    next.startedAt = current.startedAt ?? new Date().toISOString();
+    next.calibration = { ...calibration, pending };
+    if (contextWindow !== undefined)
+      next.status = { tokens, source: 'estimate', threshold, contextWindow, fraction: tokens / contextWindow };
+    return next;
+  };
   const over =
     (contextWindow !== undefined && tokens > threshold) || outcome?.result.overflow ? { overflow: true } : {};
-  const fraction = contextWindow === undefined ? 0 : tokens / contextWindow;
-  return {
+  const result: BeforeModelResult = {
     messages,
     tokens,
     threshold,
     contextWindow,
-    fraction,
+    fraction: contextWindow === undefined ? 0 : tokens / contextWindow,
     ...(outcome ? { compaction: outcome.result } : {}),
     ...over,
   };
+  // The default in-memory store: no promise on the common path.
+  if (!outcome && ctx.sessions.commitNow(sessionId, state, change)) return result;
+  return (async () => {
+    await ctx.sessions.commit(sessionId, state, change);
+    if (outcome) await afterCompact(ctx, sessionId, outcome, messages);
+    return result;
+  })();
 }
 
 /** Decay of the growth per call: recent calls weigh most, one outlier does not set the pace. */
@@ -165,13 +159,33 @@ async function afterCompact(
   }
 }
 
-/** afterModel: the real count, judged against the request waiting for it, folded into the calibration. */
-export async function recordUsage(ctx: RecordContext, { sessionId, usage }: AfterModelInput): Promise<void> {
-  const ignore = (reason: UsageIgnoredEvent['reason'], extra = {}) =>
+/**
+ * afterModel: the real count, judged against the request waiting for it, folded into the
+ * calibration. Answers the estimate's relative error when the count was recorded; at once (no
+ * promise) with the default in-memory store.
+ */
+export function recordUsage(
+  ctx: RecordContext,
+  { sessionId, usage }: AfterModelInput,
+): number | undefined | Promise<number | undefined> {
+  const ignore = (reason: UsageIgnoredEvent['reason'], extra = {}): undefined => {
     ctx.emit({ type: 'usage-ignored', sessionId, reason, usage, ...extra });
+    return undefined;
+  };
   const shape = usageShapeProblem(usage);
   if (shape || !usage) return ignore(shape ?? 'missing');
-  const state = await ctx.sessions.load(sessionId);
+  const now = ctx.sessions.loadNow(sessionId);
+  if (now) return usageOn(ctx, sessionId, usage, now, ignore);
+  return ctx.sessions.load(sessionId).then((state) => usageOn(ctx, sessionId, usage, state, ignore));
+}
+
+function usageOn(
+  ctx: RecordContext,
+  sessionId: string,
+  usage: ModelUsage,
+  state: SessionState,
+  ignore: (reason: UsageIgnoredEvent['reason'], extra?: object) => undefined,
+): number | undefined | Promise<number | undefined> {
   const pending = state.calibration.pending;
   if (!pending) return ignore('no-request');
   const verdict = judgeUsage(usage, pending, ctx.options.calibration, state.status?.contextWindow);
@@ -179,8 +193,8 @@ export async function recordUsage(ctx: RecordContext, { sessionId, usage }: Afte
   if (verdict.outputIgnored) ignore('invalid-output-tokens');
   const { inputTokens, outputTokens } = verdict;
   const tokens = inputTokens + (outputTokens ?? 0);
-  let recorded: typeof pending | undefined;
-  await ctx.sessions.commit(sessionId, state, (current) => {
+  let recorded: PendingRequest | undefined;
+  const change = (current: SessionState): SessionState => {
     // Applied to the freshest state: the request waiting for this count is the stored one.
     recorded = current.calibration.pending;
     if (!recorded) return current;
@@ -202,16 +216,15 @@ export async function recordUsage(ctx: RecordContext, { sessionId, usage }: Afte
       ctx.options.calibration,
     );
     return { ...current, usageRecorded: current.usageRecorded + 1, calibration, ...status };
-  });
-  if (!recorded) return ignore('no-request');
-  const { estimatedTokens } = recorded as typeof pending;
-  const output = outputTokens !== undefined ? { outputTokens } : {};
-  ctx.emit({
-    type: 'usage-recorded',
-    sessionId,
-    inputTokens,
-    ...output,
-    estimatedTokens,
-    relativeError: (estimatedTokens - inputTokens) / inputTokens,
-  });
+  };
+  const finish = (): number | undefined => {
+    if (!recorded) return ignore('no-request');
+    const { estimatedTokens } = recorded;
+    const output = outputTokens !== undefined ? { outputTokens } : {};
+    const relativeError = (estimatedTokens - inputTokens) / inputTokens;
+    ctx.emit({ type: 'usage-recorded', sessionId, inputTokens, ...output, estimatedTokens, relativeError });
+    return relativeError;
+  };
+  if (ctx.sessions.commitNow(sessionId, state, change)) return finish();
+  return ctx.sessions.commit(sessionId, state, change).then(finish);
 }

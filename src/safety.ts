@@ -11,13 +11,20 @@ import { mechanicalSummary } from './compaction/mechanical.ts';
 import { summaryMessage } from './compaction/placement.ts';
 import { clipMiddle, mediaLabel } from './compaction/text.ts';
 import { CHARS_PER_TOKEN, measureMessage } from './tokens/heuristic.ts';
+import { RecentMap } from './state/recent.ts';
 import { canonicalForms, MessageKeys } from './tokens/prompt-measure.ts';
 
 /** Deepest nesting searched for a cycle: no provider accepts deeper JSON anyway. */
 const MAX_DEPTH = 64;
 
-/** Whether a value refers to itself (a cycle no provider can serialize). */
-function hasCycle(value: unknown, ancestors: object[]): boolean {
+/** Values of at most this many objects are not remembered as acyclic: a lookup costs more than walking them again. */
+const SMALL_VALUE = 8;
+
+/**
+ * Whether a value refers to itself (a cycle no provider can serialize): Infinity when it does,
+ * else the number of objects walked.
+ */
+function cycleWalk(value: unknown, ancestors: object[]): number {
   if (
     typeof value !== 'object' ||
     value === null ||
@@ -25,25 +32,38 @@ function hasCycle(value: unknown, ancestors: object[]): boolean {
     value instanceof ArrayBuffer ||
     value instanceof URL
   )
-    return false;
-  if (ancestors.includes(value)) return true;
-  if (ancestors.length >= MAX_DEPTH) return false;
+    return 0;
+  if (ancestors.includes(value)) return Number.POSITIVE_INFINITY;
+  if (ancestors.length >= MAX_DEPTH) return 1;
   ancestors.push(value);
+  let walked = 1;
   try {
-    for (const v of Array.isArray(value) ? value : Object.values(value)) if (hasCycle(v, ancestors)) return true;
-    return false;
+    if (Array.isArray(value)) {
+      for (const v of value) if (typeof v === 'object' && v !== null) walked += cycleWalk(v, ancestors);
+    } else {
+      for (const key in value) {
+        if (!Object.hasOwn(value, key)) continue;
+        const v = (value as Record<string, unknown>)[key];
+        if (typeof v === 'object' && v !== null) walked += cycleWalk(v, ancestors);
+      }
+    }
+    return walked;
   } finally {
     ancestors.pop();
   }
 }
 
-/** Objects already found free of cycles: a tool input is walked once, however often it is resent. */
+/** Objects already found free of cycles: a large tool input is walked once, however often it is resent. */
 const acyclic = new WeakSet<object>();
 
 function acyclicValue(value: unknown): boolean {
-  if (typeof value !== 'object' || value === null || acyclic.has(value)) return true;
-  if (hasCycle(value, [])) return false;
-  acyclic.add(value);
+  if (typeof value !== 'object' || value === null) return true;
+  // A small value (a tool output holding a text, a path) is walked at once: no set to look it up in.
+  if (!acyclic.has(value)) {
+    const walked = cycleWalk(value, []);
+    if (walked === Number.POSITIVE_INFINITY) return false;
+    if (walked > SMALL_VALUE) acyclic.add(value);
+  }
   return true;
 }
 
@@ -229,21 +249,51 @@ function sameUpTo(
   }
 }
 
+/**
+ * Messages at the start of the history compared on every call (with any further leading system
+ * messages): a new conversation on the same session id shows there first.
+ */
+export const HEAD_MESSAGES = 4;
+/** The last messages known before a call, compared on every call: where hosts edit (a retry, a rewritten turn). */
+export const BOUNDARY_MESSAGES = 32;
+/** Older messages compared per call, in rotation: each is compared again at least every ceil(N / this) calls. */
+export const SLICE_MESSAGES = 64;
+
 /** A session's last input whose entries were all messages. */
 interface CheckedHistory {
   /** For each position, the object first seen there with that content (an array that only grows). */
   canon: GuardMessage[];
   /** The content fields of `canon`'s messages, to compare rebuilt messages with. */
   keys: MessageKeys;
+  /** Where the next rotating slice of older messages starts. */
+  cursor: number;
+  /** Whether every message of the last input was compared (none of it taken on trust). */
+  verified: boolean;
+  /** The next call compares every message (a real count disagreed with the estimate). */
+  fullNext: boolean;
+}
+
+/** What the input check found: the messages, and how far they were compared. */
+export interface CheckedInput extends ValidatedMessages {
+  /** Leading entries found the same as the last call's; the input's length when nothing changed. */
+  unchanged: number;
 }
 
 /**
  * Remembers, per session, the last input whose entries were all messages, in canonical form: for
  * each position, the object first seen there with that content. The next call compares its
- * messages with it once, by identity when the host resends its objects, by content fields when it
+ * messages with it, by identity when the host resends its objects, by content fields when it
  * rebuilt them (the AI SDK: one comparison per field of each part, never a walk of the values),
- * and checks only the entries after the first that differs: the cost of the check follows what the
- * host added, not the whole history.
+ * and checks only the entries after the first that differs.
+ *
+ * In `amortized` mode (the default) a long history is not compared whole on every call: only the
+ * first messages, the last BOUNDARY_MESSAGES known before, and a rotating slice of the others
+ * (every message again at least every ceil(N / SLICE_MESSAGES) calls), then what was added. A
+ * difference found anywhere compares everything. The rest is taken on trust until its turn, and
+ * `verify` compares it all when the call must be exact (before a compaction decides anything).
+ * What is taken on trust only feeds the estimate: the prompt sent is always built from the host's
+ * own objects (prepare.ts renders the view from them), so an edit not yet found may skew the
+ * estimate for a few calls but never reverts the host's edit.
  *
  * The canonical array only grows (an edit or a removal starts a new one from a copy of the
  * unchanged part), so its first `n` entries never change once handed out, whatever later calls
@@ -251,30 +301,52 @@ interface CheckedHistory {
  * measures of earlier calls hold for the entries they covered, and those are not looked at again.
  */
 export class CheckedInputs {
-  private readonly last = new Map<string, CheckedHistory>();
-  private readonly max: number;
+  private readonly last: RecentMap<string, CheckedHistory>;
+  private readonly amortized: boolean;
 
-  constructor(max: number) {
-    this.max = max;
+  constructor(max: number, historyCheck: 'amortized' | 'full' = 'amortized') {
+    this.last = new RecentMap(max);
+    this.amortized = historyCheck === 'amortized';
   }
 
-  check(sessionId: string, input: readonly unknown[]): ValidatedMessages {
+  check(sessionId: string, input: readonly unknown[], full = false): CheckedInput {
     const history = this.last.get(sessionId);
     const n = input.length;
     let same = 0;
-    let identical = 0;
+    let rebuilt = false;
+    let verified = true;
     if (history) {
       const { canon, keys } = history;
-      const limit = Math.min(n, canon.length);
-      while (same < limit && input[same] === canon[same]) same++;
-      identical = same;
-      if (same < limit) same = sameUpTo(keys, canon, input, same, limit);
+      const known = canon.length;
+      if (
+        this.amortized &&
+        !full &&
+        !history.fullNext &&
+        n >= known &&
+        known > HEAD_MESSAGES + BOUNDARY_MESSAGES + SLICE_MESSAGES
+      ) {
+        const sampled = sample(history, input);
+        if (sampled !== undefined) {
+          same = known;
+          rebuilt = sampled;
+          verified = false;
+        }
+      }
+      if (verified) {
+        // Everything compared: by identity up to the first object that differs, then by content.
+        const limit = Math.min(n, known);
+        while (same < limit && input[same] === canon[same]) same++;
+        const identical = same;
+        if (same < limit) same = sameUpTo(keys, canon, input, same, limit);
+        rebuilt = same > identical;
+      }
     }
     const checked = validMessages(input, same, history?.canon);
-    this.last.delete(sessionId);
     if (checked.dropped.length > 0) {
+      // Nothing of this input is remembered: the next call checks every entry again.
+      this.last.delete(sessionId);
       canonicalForms.delete(input);
-      return checked;
+      return { ...checked, unchanged: same };
     }
     const canon = history?.canon;
     // Grown in place when only new entries follow the known ones; otherwise a new array.
@@ -289,18 +361,76 @@ export class CheckedInputs {
     } catch {
       // A field that cannot be read twice (a hostile getter): nothing is remembered, the next call
       // checks everything again, and this one measures the input as it is.
+      this.last.delete(sessionId);
       canonicalForms.delete(input);
-      return checked;
+      return { ...checked, unchanged: same };
     }
-    this.last.set(sessionId, { canon: next, keys });
-    if (this.last.size > this.max) this.last.delete(this.last.keys().next().value as string);
-    canonicalForms.set(input, { messages: next, length: n, rebuilt: same > identical });
-    return checked;
+    const kept: CheckedHistory = history ?? { canon: next, keys, cursor: 0, verified, fullNext: false };
+    kept.canon = next;
+    kept.verified = verified;
+    kept.fullNext = false;
+    this.last.set(sessionId, kept);
+    canonicalForms.set(input, { messages: next, length: n, rebuilt });
+    return { ...checked, unchanged: same };
+  }
+
+  /**
+   * Compares every message of `input`, the array the session's last check took partly on trust
+   * (see check): undefined when all of them are the same (or nothing was taken on trust); else the
+   * input checked again from the first message that differs, with its canonical form replaced.
+   */
+  verify(sessionId: string, input: readonly unknown[]): CheckedInput | undefined {
+    const history = this.last.get(sessionId);
+    if (!history || history.verified || history.canon.length !== input.length) return undefined;
+    const checked = this.check(sessionId, input, true);
+    return checked.unchanged === input.length && checked.dropped.length === 0 ? undefined : checked;
+  }
+
+  /** The session's next check compares every message (its view may be stale: a real count disagreed). */
+  checkFullNext(sessionId: string): void {
+    const history = this.last.get(sessionId);
+    if (history) history.fullNext = true;
   }
 
   forget(sessionId: string): void {
     this.last.delete(sessionId);
   }
+}
+
+/**
+ * Whether `input`'s first messages, the last BOUNDARY_MESSAGES known before and the next rotating
+ * slice of the others are the same as the known ones: undefined when one differs (or cannot be
+ * read), else whether any of them was matched by content rather than identity (a rebuilt history).
+ * Advances the rotation.
+ */
+function sample(history: CheckedHistory, input: readonly unknown[]): boolean | undefined {
+  const { canon, keys } = history;
+  const known = canon.length;
+  let head = HEAD_MESSAGES;
+  while (head < known && keys.roleOf(head) === 'system') head++;
+  const boundary = Math.max(head, known - BOUNDARY_MESSAGES);
+  const from = history.cursor >= head && history.cursor < boundary ? history.cursor : head;
+  const to = Math.min(boundary, from + SLICE_MESSAGES);
+  const head0 = sameRun(history, input, 0, head);
+  if (head0 === undefined) return undefined;
+  const last = sameRun(history, input, boundary, known);
+  if (last === undefined) return undefined;
+  const slice = sameRun(history, input, from, to);
+  if (slice === undefined) return undefined;
+  history.cursor = to >= boundary ? head : to;
+  return head0 || last || slice;
+}
+
+/**
+ * Whether `input` has the known messages from `start` to `end`: undefined when one differs, else
+ * whether any was matched by content rather than identity.
+ */
+function sameRun(history: CheckedHistory, input: readonly unknown[], start: number, end: number): boolean | undefined {
+  const { canon, keys } = history;
+  let i = start;
+  while (i < end && input[i] === canon[i]) i++;
+  if (i === end) return false;
+  return sameUpTo(keys, canon, input, i, end) === end ? true : undefined;
 }
 
 /**

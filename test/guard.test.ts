@@ -8,13 +8,24 @@ const userOfTokens = (tokens: number, fill = 'x'): GuardMessage =>
   user(fill.repeat(tokens * 4 - MESSAGE_OVERHEAD_CHARS));
 
 describe('beforeModel', () => {
-  it('returns a copy of the messages, unchanged, and never mutates the input', async () => {
+  it('returns the input array itself when it changes nothing (no copy of a long history), never mutated', async () => {
     const guard = createContextGuard({ contextWindow: 8_000 });
     const messages = Object.freeze([system('be brief'), user('hello')]) as readonly GuardMessage[];
     const r = await guard.beforeModel({ sessionId: 's', messages });
-    expect(r.messages).toEqual(messages);
+    expect(r.messages).toBe(messages);
+    expect(r.messages).toEqual([system('be brief'), user('hello')]);
+  });
+
+  it('returns a new array when it changes something, and never mutates the input', async () => {
+    const guard = createContextGuard({ contextWindow: 8_000 });
+    // A tool call without its result: repaired in the prompt sent, not in the host's array.
+    const [call] = toolStep('c1', { path: 'a.ts' }, 'content');
+    const messages = Object.freeze([system('be brief'), user('hello'), call as GuardMessage, user('next')]);
+    const snapshot = structuredClone(messages);
+    const r = await guard.beforeModel({ sessionId: 's', messages });
     expect(r.messages).not.toBe(messages);
     expect(r.messages[0]).toBe(messages[0]);
+    expect(messages).toEqual(snapshot);
   });
 
   it('uses the default correction 1.5 before any real count', async () => {

@@ -158,6 +158,7 @@ export function clipMessage(message: GuardMessage, maxChars: number): GuardMessa
 
 /** The prompt as sent, and where each of its messages comes from in the host's history (-1: written by the guard). */
 export interface View {
+  /** Never changed in place: it may be the host's own array (see renderView's `copy`). */
   messages: GuardMessage[];
   /** Built on first use: only compaction needs it, and the guard renders a view on every call. */
   readonly origin: number[];
@@ -199,7 +200,8 @@ function editorOf(
  * Applies the memo to the host's messages. `summaryApplies` says whether the history starts with
  * the messages the stored summary covers (checked by the caller on fingerprints); `hashOf(i)` is
  * the content hash of host message i, for the clips. Tool pairing is repaired last (unless
- * `repair` is false: the guard repairs incrementally itself).
+ * `repair` is false: the guard repairs incrementally itself). Unless `copy`, a view the memo leaves
+ * untouched holds `input` itself, not a copy (the guard's per-call path: see View.messages).
  */
 export function renderView(
   input: readonly GuardMessage[],
@@ -207,6 +209,7 @@ export function renderView(
   summaryApplies: boolean,
   hashOf: (index: number) => number,
   repair = true,
+  copy = true,
 ): View {
   const edit = editorOf(memo, hashOf);
   const messages: GuardMessage[] = [];
@@ -227,15 +230,46 @@ export function renderView(
     from = summary.covers.messages;
   }
   const headLength = messages.length;
-  // The common case, on every call: the host's messages as they are (one native copy).
+  // The common case, on every call: the host's messages as they are (one native copy, or none).
   if (!edit && headLength === 0) {
-    const view = viewOf(input.slice(from), headLength, headOrigin, from, input.length, repair);
+    const messages = from === 0 && !copy ? (input as GuardMessage[]) : input.slice(from);
+    const view = viewOf(messages, headLength, headOrigin, from, input.length, repair);
     if (from === 0 && view.unansweredCalls + view.orphanResults === 0) view.untouched = true;
     return view;
   }
   for (let i = from; i < input.length; i++)
     messages.push(edit ? edit(input[i] as GuardMessage, i) : (input[i] as GuardMessage));
   return viewOf(messages, headLength, headOrigin, from, input.length, repair);
+}
+
+/** A view whose origins are built on first use (only compaction reads them; a view is rendered on every call). */
+class LazyView implements View {
+  messages: GuardMessage[];
+  readonly headLength: number;
+  unansweredCalls = 0;
+  orphanResults = 0;
+  untouched?: boolean;
+  private builtOrigin: number[] | undefined;
+  private readonly headOrigin: number[];
+  private readonly from: number;
+  private readonly inputLength: number;
+
+  constructor(messages: GuardMessage[], headLength: number, headOrigin: number[], from: number, inputLength: number) {
+    this.messages = messages;
+    this.headLength = headLength;
+    this.headOrigin = headOrigin;
+    this.from = from;
+    this.inputLength = inputLength;
+  }
+
+  get origin(): number[] {
+    if (!this.builtOrigin) {
+      const origin = this.headOrigin.slice();
+      for (let i = this.from; i < this.inputLength; i++) origin.push(i);
+      this.builtOrigin = origin;
+    }
+    return this.builtOrigin;
+  }
 }
 
 /** The view of `messages`: the head's origins, then host messages from `from` on (built on first use). */
@@ -247,20 +281,8 @@ function viewOf(
   inputLength: number,
   repair: boolean,
 ): View {
-  let origin: number[] | undefined;
-  const view: View = {
-    messages,
-    headLength,
-    get origin() {
-      if (!origin) {
-        origin = headOrigin.slice();
-        for (let i = from; i < inputLength; i++) origin.push(i);
-      }
-      return origin;
-    },
-    unansweredCalls: 0,
-    orphanResults: 0,
-  };
+  // A class, not an object literal with a getter: that is built by the engine's slow path, per call.
+  const view = new LazyView(messages, headLength, headOrigin, from, inputLength);
   if (!repair) return view;
   const repaired = repairToolPairing(messages);
   view.messages = repaired.messages;

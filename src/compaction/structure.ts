@@ -82,6 +82,20 @@ function orphanNote(parts: ToolResultPart[]): UserMessage {
  * messages before it are unchanged and were valid.
  */
 export function repairToolPairing(messages: readonly GuardMessage[], from = 0, copy = true): RepairResult {
+  // Scanning may start at any message that is not a tool message: pairing state resets there. It
+  // starts at the unit of the message before `from`: that unit's results follow its call, and may
+  // be among what changed (a host that removed or moved an old result).
+  let start = Math.max(0, Math.min(from, messages.length));
+  while (start > 0 && (messages[start - 1] as GuardMessage | undefined)?.role === 'tool') start--;
+  if (start > 0 && (messages[start - 1] as GuardMessage | undefined)?.role === 'assistant') start--;
+  // Every call of a guard checks what was added: nearly always well paired, found without a set.
+  if (wellPaired(messages, start))
+    return { messages: copy ? messages.slice() : (messages as GuardMessage[]), unansweredCalls: 0, orphanResults: 0 };
+  return repairFrom(messages, start, copy);
+}
+
+/** repairToolPairing's repair itself, from `start` (where the pairing state may reset). Exported for tests. */
+export function repairFrom(messages: readonly GuardMessage[], start: number, copy: boolean): RepairResult {
   let out: GuardMessage[] | undefined;
   let unansweredCalls = 0;
   let orphanResults = 0;
@@ -89,14 +103,7 @@ export function repairToolPairing(messages: readonly GuardMessage[], from = 0, c
     out ??= messages.slice();
     out[i] = m;
   };
-
   let owner: Set<string> = new Set();
-  // Scanning may start at any message that is not a tool message: pairing state resets there. It
-  // starts at the unit of the message before `from`: that unit's results follow its call, and may
-  // be among what changed (a host that removed or moved an old result).
-  let start = Math.max(0, Math.min(from, messages.length));
-  while (start > 0 && (messages[start - 1] as GuardMessage | undefined)?.role === 'tool') start--;
-  if (start > 0 && (messages[start - 1] as GuardMessage | undefined)?.role === 'assistant') start--;
   for (let i = start; i < messages.length; i++) {
     const m = messages[i] as GuardMessage;
     if (typeof m !== 'object' || m === null) continue;
@@ -145,6 +152,78 @@ export function repairToolPairing(messages: readonly GuardMessage[], from = 0, c
     unansweredCalls,
     orphanResults,
   };
+}
+
+/** Calls in one assistant message beyond which wellPaired leaves the check to the sets of repairToolPairing. */
+const FEW_CALLS = 16;
+
+/** Ids compared as a Set compares them (SameValueZero). */
+// biome-ignore lint/suspicious/noSelfCompare: NaN is the one value not equal to itself
+const sameId = (a: unknown, b: unknown): boolean => a === b || (a !== a && b !== b);
+
+/** Whether `part` is a tool result with that id. */
+const resultFor = (part: unknown, id: unknown): boolean =>
+  typeof part === 'object' &&
+  part !== null &&
+  (part as { type?: unknown }).type === 'tool-result' &&
+  sameId((part as { toolCallId?: unknown }).toolCallId, id);
+
+/** Whether any part of `content` (an array, else nothing) is a result for `id`. */
+function hasResultFor(content: unknown, id: unknown): boolean {
+  if (!Array.isArray(content)) return false;
+  for (let q = 0; q < content.length; q++) if (resultFor(content[q], id)) return true;
+  return false;
+}
+
+/** Whether the assistant message `owner` (undefined: none) has a tool call with that id. */
+function calls(owner: GuardMessage | undefined, id: unknown): boolean {
+  const content = owner?.content as unknown;
+  if (!Array.isArray(content)) return false;
+  for (let q = 0; q < content.length; q++) {
+    const p = content[q];
+    if (isToolCall(p) && sameId(p.toolCallId, id)) return true;
+  }
+  return false;
+}
+
+/**
+ * Whether repairToolPairing would change nothing from `start` on: the same rules, checked without
+ * building a set (or anything else) per message. False also when unsure (many calls in a message).
+ */
+export function wellPaired(messages: readonly GuardMessage[], start: number): boolean {
+  // The assistant message whose calls the tool messages that follow answer (undefined: none).
+  let owner: GuardMessage | undefined;
+  for (let i = start; i < messages.length; i++) {
+    const m = messages[i] as GuardMessage;
+    if (typeof m !== 'object' || m === null) continue;
+    if (m.role === 'assistant') {
+      owner = m;
+      const content = m.content as unknown;
+      if (!Array.isArray(content)) continue;
+      let count = 0;
+      for (let q = 0; q < content.length; q++) {
+        const p = content[q];
+        if (!isToolCall(p)) continue;
+        if (++count > FEW_CALLS) return false;
+        const id = p.toolCallId;
+        if (hasResultFor(content, id)) continue;
+        let answered = false;
+        for (let j = i + 1; !answered && j < messages.length && (messages[j] as GuardMessage).role === 'tool'; j++)
+          answered = hasResultFor((messages[j] as ToolMessage).content, id);
+        if (!answered) return false;
+      }
+    } else if (m.role === 'tool') {
+      const content = Array.isArray(m.content) ? m.content : [];
+      if (content.length === 0) return false;
+      for (let q = 0; q < content.length; q++) {
+        const p = content[q];
+        if (p?.type === 'tool-result' && !calls(owner, p.toolCallId)) return false;
+      }
+    } else {
+      owner = undefined;
+    }
+  }
+  return true;
 }
 
 /** Where the last unit starts: every message before it is settled (its calls answered or not for good). */

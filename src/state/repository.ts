@@ -49,6 +49,8 @@ type Outcome<T> = StoreOutcome<T>;
 
 export class SessionRepository {
   private readonly store: StateStore<SessionState>;
+  /** The default in-memory store, when the user gave none: read and written without a promise. */
+  private readonly memory: MemoryStore<SessionState> | undefined;
   /** The in-process copy kept beside a user's store (the default in-memory store needs none). */
   private readonly shadow: MemoryStore<SessionState> | undefined;
   private readonly calls = new KeyedLock();
@@ -62,7 +64,8 @@ export class SessionRepository {
 
   constructor(options: SessionRepositoryOptions) {
     this.options = options;
-    this.store = options.store ?? new MemoryStore<SessionState>({ maxSessions: options.maxSessions });
+    this.memory = options.store ? undefined : new MemoryStore<SessionState>({ maxSessions: options.maxSessions });
+    this.store = options.store ?? (this.memory as MemoryStore<SessionState>);
     this.shadow = options.store ? new MemoryStore<SessionState>({ maxSessions: options.maxSessions }) : undefined;
   }
 
@@ -71,6 +74,8 @@ export class SessionRepository {
 
   /** Runs `task` as the session's only call in this process. */
   run<T>(sessionId: string, task: () => Promise<T>): Promise<T> {
+    // The default in-memory store never fails: nothing to mark per call.
+    if (this.memory) return this.calls.run(sessionId, task);
     return this.calls.run(sessionId, async () => {
       this.failedInCall.delete(sessionId);
       this.inCall.add(sessionId);
@@ -81,6 +86,38 @@ export class SessionRepository {
         this.failedInCall.delete(sessionId);
       }
     });
+  }
+
+  /**
+   * The session's state at once when the default in-memory store holds it (what `load` would
+   * answer, without a promise: the per-call path waits for nothing); undefined with a user's store.
+   */
+  loadNow(sessionId: string): SessionState | undefined {
+    return this.memory ? (this.memory.getNow(sessionId) ?? emptySessionState()) : undefined;
+  }
+
+  /**
+   * `commit` at once with the default in-memory store (the new state, without a promise); undefined
+   * with a user's store, which `commit` must be used for.
+   */
+  commitNow(
+    sessionId: string,
+    loaded: SessionState,
+    change: (current: SessionState) => SessionState,
+  ): SessionState | undefined {
+    if (!this.memory) return undefined;
+    const next = change(loaded);
+    this.memory.setNow(sessionId, next);
+    return next;
+  }
+
+  /**
+   * Runs a synchronous `task` at once as the session's only call, when the default in-memory store
+   * is in use and the session is idle: what it returns (undefined when the task gives up, and
+   * the caller goes the asynchronous way). Undefined without running it otherwise.
+   */
+  runNow<T>(sessionId: string, task: () => T | undefined): T | undefined {
+    return this.memory ? this.calls.runNow(sessionId, task) : undefined;
   }
 
   async load(sessionId: string): Promise<SessionState> {

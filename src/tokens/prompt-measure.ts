@@ -15,6 +15,7 @@ import { hashMessage } from './hash.ts';
 import type { TextMeasure } from './exact.ts';
 import { measureMessage, measureTool } from './heuristic.ts';
 import type { MediaProvider } from './media.ts';
+import { RecentMap } from '../state/recent.ts';
 
 /** One measured message. */
 export interface Entry {
@@ -187,6 +188,12 @@ export class MessageKeys {
     return this.starts.length;
   }
 
+  /** The role of message `i` as it was keyed (no read of the message itself). */
+  roleOf(i: number): unknown {
+    const start = this.starts[i];
+    return start === undefined ? undefined : this.keys[start];
+  }
+
   /** Keeps the keys of the first `n` messages only. */
   truncate(n: number): void {
     if (n >= this.starts.length) return;
@@ -302,13 +309,11 @@ export class MessageKeys {
 }
 
 export class PromptMeasurer {
-  private readonly sessions = new Map<string, SessionCache>();
+  private readonly sessions: RecentMap<string, SessionCache>;
   private readonly byObject = new WeakMap<object, Entry>();
   private readonly toolCache = new WeakMap<object, { key: string; chars: number }>();
-  private readonly maxSessions: number;
-
   constructor(maxSessions: number) {
-    this.maxSessions = maxSessions;
+    this.sessions = new RecentMap(maxSessions);
   }
 
   /**
@@ -350,7 +355,6 @@ export class PromptMeasurer {
   ): MeasuredPrompt {
     const kind = this.kindOf(provider, text.key);
     let cache = this.sessions.get(sessionId);
-    if (cache) this.sessions.delete(sessionId); // re-inserted below: Map order is recency order
     if (!cache || cache.kind !== kind) {
       cache = {
         kind,
@@ -405,8 +409,7 @@ export class PromptMeasurer {
       cache.tools = tools;
       cache.toolChars = this.measureTools(tools, text);
     }
-    this.sessions.set(sessionId, cache);
-    if (this.sessions.size > this.maxSessions) this.sessions.delete(this.sessions.keys().next().value as string);
+    this.sessions.set(sessionId, cache); // the most recently used: evicted last
     return {
       entries,
       cumChars,
