@@ -32,6 +32,12 @@ export interface CalibrationState {
   /** The last request sent, waiting for its real count in afterModel. */
   pending?: PendingRequest;
   /**
+   * The largest recent shortfall of an anchored estimate: real tokens beyond what was estimated,
+   * decayed at each real count (tokens/calibration.ts, shortfallMargin); absent in states stored
+   * before, and where no estimate fell short.
+   */
+  shortfall?: number;
+  /**
    * The last anchor before a compaction reset the calibration: until the compacted prompt gets
    * its own real count, it still tells how this provider counts (see calibration.ts).
    */

@@ -20,17 +20,6 @@ import type { ResolvedCalibration } from '../config.ts';
 import type { CalibrationState, PendingRequest, RequestMeasure } from '../state/session.ts';
 import { CHARS_PER_TOKEN } from './heuristic.ts';
 
-declare module '../state/session.ts' {
-  interface CalibrationState {
-    /**
-     * The largest recent shortfall of an anchored estimate: real tokens beyond what was estimated,
-     * decayed by SHORTFALL_DECAY at each real count (see shortfallMargin). Declared here rather than
-     * in state/session.ts; absent in states stored before, and where no estimate fell short.
-     */
-    shortfall?: number;
-  }
-}
-
 export interface Estimate {
   tokens: number;
   /** Plain chars/4 + media tokens. */
