@@ -1527,6 +1527,8 @@ const MEDIA_PLACEHOLDER_CHARS = 200;
 
 /** The start of a user message the summarizer was given is matched on this many characters. */
 const SUMMARIZED_START_CHARS = 40;
+/** How a cut copy's marker starts once whitespace is collapsed (`[... N characters omitted ...]`). */
+const CUT_MARK = ' [... ';
 
 const MECHANICAL_PREFIX = '[Mechanical digest:';
 
@@ -1956,7 +1958,10 @@ async function runConversation(
         // The summarizer's read bound may cut a user message to its first few dozen characters (and
         // its end): the copy's head before the cut's marker is what it read of the start.
         const readHead = (g: string) => {
-          const cut = g.indexOf(' [... ');
+          let cut = g.indexOf(CUT_MARK);
+          // The recorded start may end inside the marker.
+          for (let k = CUT_MARK.length - 1; cut < 0 && k > 1; k--)
+            if (g.endsWith(CUT_MARK.slice(0, k))) cut = g.length - k;
           return (cut >= 0 ? g.slice(0, cut) : g).trimEnd();
         };
         const given = (g: string, x: string) => {
@@ -1978,8 +1983,10 @@ async function runConversation(
           )
         )
           return;
-        if (lossReported) bump(c.checks, 'user starts lost, digest-loss reported');
-        else lost.push(`#${k}${k < previousLength ? ' (sent last call)' : ' (new)'} "${start.slice(0, 40)}"`);
+        if (lossReported) {
+          bump(c.checks, 'user starts lost, digest-loss reported');
+          if (process.env.SOAK_LOSS_STEPS) bump(c.checks, `user start lost in ${r.compaction?.steps.join('+')}`);
+        } else lost.push(`#${k}${k < previousLength ? ' (sent last call)' : ' (new)'} "${start.slice(0, 40)}"`);
       });
       if (lost.length > 0) {
         fail(

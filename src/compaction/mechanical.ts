@@ -70,6 +70,8 @@ export interface MechanicalDigest {
   lostMessages: number;
   /** Of those, user messages. */
   lostUserMessages: number;
+  /** Of those, user messages among `messages` (not lines carried from an earlier digest). */
+  lostNewUserMessages: number;
 }
 
 /** What goes first when the digest is over its budget: tool output, then assistant steps, then the user's words. */
@@ -403,13 +405,16 @@ export function mechanicalDigest(messages: GuardMessage[], options: MechanicalSu
   // What is named only by count: user messages and lines of an earlier digest one by one, other
   // messages when every line of theirs was left out.
   let droppedUsers = 0;
+  let droppedNewUsers = 0;
   let droppedOthers = 0;
   let lostMessages = 0;
   const linesOf = new Map<number, { all: number; dropped: number }>();
   for (const l of lines) {
     if (l.dropped) {
-      if (l.tier === USER) droppedUsers++;
-      else droppedOthers++;
+      if (l.tier === USER) {
+        droppedUsers++;
+        if (l.message >= 0) droppedNewUsers++;
+      } else droppedOthers++;
       if (l.message < 0) lostMessages++;
     }
     if (l.message >= 0) {
@@ -425,7 +430,7 @@ export function mechanicalDigest(messages: GuardMessage[], options: MechanicalSu
   if (carriedUsers + droppedUsers > 0) out.push(lostUsersNote(carriedUsers + droppedUsers));
   if (carriedOthers + droppedOthers > 0) out.push(lostOthersNote(carriedOthers + droppedOthers));
   for (const l of lines) if (!l.dropped) out.push(lineText(l));
-  return { text: out.join('\n'), lostMessages, lostUserMessages: droppedUsers };
+  return { text: out.join('\n'), lostMessages, lostUserMessages: droppedUsers, lostNewUserMessages: droppedNewUsers };
 }
 
 /**

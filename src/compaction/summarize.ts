@@ -517,9 +517,11 @@ function fallbackDigest(
       : Math.floor(maxChars * USER_ROOM_SHARE);
   if (digest.lostUserMessages === 0 || userRoom <= bound) return { ...digest, extended: false };
   // Losing user messages: the digest may grow by what the new ones take at a digest's usual length.
-  const wider = mechanicalDigest(messages, {
-    ...options,
-    maxChars: Math.min(userRoom, bound + userStartsChars(messages, DEFAULT_MECHANICAL_CHARS_PER_MESSAGE)),
-  });
-  return { ...wider, extended: true };
+  const grown = Math.min(userRoom, bound + userStartsChars(messages, DEFAULT_MECHANICAL_CHARS_PER_MESSAGE));
+  const wider = mechanicalDigest(messages, { ...options, maxChars: grown });
+  if (wider.lostNewUserMessages === 0 || grown >= userRoom) return { ...wider, extended: true };
+  // Still losing the start of a user message this compaction replaces (a long previous summary
+  // takes the room): then those may take the room up to the threshold, as the user's words come
+  // before a compaction that comes a little sooner.
+  return { ...mechanicalDigest(messages, { ...options, maxChars: userRoom }), extended: true };
 }

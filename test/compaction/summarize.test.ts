@@ -528,6 +528,19 @@ describe('summarize: what the summarizer reads, and what the digest keeps once',
     expect(outcome.text).not.toContain('- user: request-4: ');
   });
 
+  it('keeps the start of every user message it replaces now when a long previous summary takes the room', async () => {
+    // A model-written summary (kept whole while it fits beside the users' starts) far longer than the room.
+    // Short messages: growing by what their lines take is not enough once the summary keeps its half.
+    const previousSummary = `## Task state\n${filler(6_000)}`;
+    const next = Array.from({ length: 40 }, (_, i): GuardMessage => ({ role: 'user', content: `new-${i}: ${filler(40)}` }));
+    const outcome = await summarize(
+      request({ messages: next, previousSummary, maxSummaryTokens: 400, roomTokens: 200, userRoomTokens: 6_000 }),
+    );
+    expect(outcome.mechanical).toBe(true);
+    for (let i = 0; i < 40; i++) expect(outcome.text).toContain(`- user: new-${i}: ${filler(40)}`);
+    expect(outcome.lostUserMessages).toBe(0);
+  });
+
   it('grows past its room only for the user messages it replaces now: older digest lines give way', async () => {
     // A first digest with room for the starts of 400 user messages; the next one has little room.
     const first = await summarize(request({ messages: factSession(), maxSummaryTokens: 1600, roomTokens: 12_000 }));
