@@ -532,7 +532,10 @@ describe('summarize: what the summarizer reads, and what the digest keeps once',
     // A model-written summary (kept whole while it fits beside the users' starts) far longer than the room.
     // Short messages: growing by what their lines take is not enough once the summary keeps its half.
     const previousSummary = `## Task state\n${filler(6_000)}`;
-    const next = Array.from({ length: 40 }, (_, i): GuardMessage => ({ role: 'user', content: `new-${i}: ${filler(40)}` }));
+    const next = Array.from(
+      { length: 40 },
+      (_, i): GuardMessage => ({ role: 'user', content: `new-${i}: ${filler(40)}` }),
+    );
     const outcome = await summarize(
       request({ messages: next, previousSummary, maxSummaryTokens: 400, roomTokens: 200, userRoomTokens: 6_000 }),
     );
