@@ -5,6 +5,11 @@
 //   node bench/overhead.ts --runs 5   (five runs, each in its own process: each row's median, min and max)
 //   node bench/overhead.ts --flush-mb 4   (4 MB written before each timed call and each recount,
 //                                          untimed: the caches a host's own work leaves behind)
+//   node bench/overhead.ts --diagnose     (adds a host that rebuilds its messages as the AI SDK does
+//                                          but sends the originals: what the rebuild's emptied caches
+//                                          cost without any comparison of rebuilt objects)
+//   node --invocation-count-for-turbofan=300 bench/overhead.ts --runs 5   (V8 flags apply to every run:
+//                                          here, the guard's once-per-call functions at V8's top tier)
 //
 // A throwaway session of each host runs first, so that the timed calls run compiled code (an
 // agent's process calls the guard thousands of times) and the 100k row is not a measure of the JIT.
@@ -26,6 +31,7 @@ const asJson = process.argv.includes('--json');
 const flushAt = process.argv.indexOf('--flush-mb');
 const FLUSH_MB = flushAt >= 0 ? Number(process.argv[flushAt + 1]) : 0;
 const cold = FLUSH_MB > 0;
+const diagnose = process.argv.includes('--diagnose');
 /** Written one word per cache line between calls: what sits in the caches after a host's own work. */
 const flushBuffer = new Int32Array((FLUSH_MB * (1 << 20)) / 4);
 const flushCaches = (): void => {
@@ -115,7 +121,16 @@ const tools = [
   },
 ];
 
-type Host = 'same objects' | 'rebuilt objects' | 'same objects, exact o200k';
+type Host = 'same objects' | 'rebuilt objects' | 'same objects, exact o200k' | 'same objects, rebuilt aside';
+const HOSTS: Host[] = [
+  'same objects',
+  'rebuilt objects',
+  'same objects, exact o200k',
+  ...(diagnose ? (['same objects, rebuilt aside'] as const) : []),
+];
+
+/** What the host built but did not send ('rebuilt aside'), kept alive until the call is timed. */
+let aside: GuardMessage[] = [];
 
 async function measure(targetTokens: number, host: Host): Promise<Row> {
   // A window far above the history so the guard only measures (compaction is not what is timed here).
@@ -139,6 +154,7 @@ async function measure(targetTokens: number, host: Host): Promise<Row> {
     const before = heuristic;
     history = [...history, ...step(i++)];
     const sent = host === 'rebuilt objects' ? rebuild(history) : history;
+    if (host === 'same objects, rebuilt aside') aside = rebuild(history);
     await guard.beforeModel({ sessionId: 's', messages: sent, tools });
     await guard.afterModel({ sessionId: 's', usage: { inputTokens: Math.round(heuristic * 1.3) } });
     stepTokens = heuristic - before;
@@ -149,11 +165,14 @@ async function measure(targetTokens: number, host: Host): Promise<Row> {
   for (let k = 0; k < TIMED_STEPS; k++) {
     history = [...history, ...step(i++)];
     const sent = host === 'rebuilt objects' ? rebuild(history) : history;
+    if (host === 'same objects, rebuilt aside') aside = rebuild(history);
     if (cold) flushCaches();
     const t0 = performance.now();
     await guard.beforeModel({ sessionId: 's', messages: sent, tools });
     await guard.afterModel({ sessionId: 's', usage: { inputTokens: Math.round(heuristic * 1.3) } });
     guardTimes.push(performance.now() - t0);
+    // Read after the call (untimed): what was rebuilt aside stays alive through it, as a host's prompt would.
+    if (host === 'same objects, rebuilt aside' && aside.length !== history.length) throw new Error('rebuilt aside');
     if (k % RECOUNT_EVERY === 0) {
       const lc = toLangChain(history);
       if (cold) flushCaches();
@@ -181,12 +200,10 @@ interface Row {
 
 /** One run: every size and host, after a warm-up of every host through the same paths (discarded). */
 async function run(): Promise<Row[]> {
-  for (const host of ['same objects', 'rebuilt objects', 'same objects, exact o200k'] as const)
-    await measure(quick ? 5_000 : 300_000, host);
+  for (const host of HOSTS) await measure(quick ? 5_000 : 300_000, host);
   const rows: Row[] = [];
-  for (const size of SIZES)
-    for (const host of ['same objects', 'rebuilt objects', 'same objects, exact o200k'] as const)
-      rows.push(await measure(size, host));
+  for (const size of SIZES) for (const host of HOSTS) rows.push(await measure(size, host));
+  aside = [];
   return rows;
 }
 
@@ -207,10 +224,15 @@ if (asJson) {
       fileURLToPath(import.meta.url),
       ...(quick ? ['--quick'] : []),
       ...(cold ? ['--flush-mb', String(FLUSH_MB)] : []),
+      ...(diagnose ? ['--diagnose'] : []),
       '--json',
     ];
     for (let r = 0; r < RUNS; r++) {
-      const child = spawnSync(process.execPath, args, { encoding: 'utf8', maxBuffer: 1 << 24 });
+      // With this process's V8 flags (node --some-flag bench/overhead.ts --runs 5).
+      const child = spawnSync(process.execPath, [...process.execArgv, ...args], {
+        encoding: 'utf8',
+        maxBuffer: 1 << 24,
+      });
       if (child.status !== 0) throw new Error(`run ${r + 1} failed: ${child.stderr}`);
       runs.push(JSON.parse(child.stdout.trim().split('\n').at(-1) as string) as Row[]);
     }
@@ -235,7 +257,7 @@ if (asJson) {
     );
   });
   console.log(
-    `node ${process.version}${cold ? `, ${FLUSH_MB} MB written before each timed call` : ''}, ${RUNS === 1 ? 'one run' : `${RUNS} runs, each in its own process (median, lowest–highest)`}; ` +
+    `node ${process.version}${process.execArgv.length > 0 ? ` ${process.execArgv.join(' ')}` : ''}${cold ? `, ${FLUSH_MB} MB written before each timed call` : ''}, ${RUNS === 1 ? 'one run' : `${RUNS} runs, each in its own process (median, lowest–highest)`}; ` +
       `each row of a run: the median of ${TIMED_STEPS} calls (guard) and ${TIMED_STEPS / RECOUNT_EVERY} recounts`,
   );
   console.log(lines.join('\n'));

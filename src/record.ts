@@ -5,7 +5,7 @@ import type { AfterModelInput, BeforeModelResult, ModelUsage } from './api.ts';
 import type { Call } from './call.ts';
 import type { CompactionOutcome } from './compact.ts';
 import type { ResolvedOptions } from './config.ts';
-import type { ContextGuardEvent, EstimateEvent, UsageIgnoredEvent } from './events.ts';
+import type { ContextGuardEvent, EstimateEvent, UsageIgnoredEvent, UsageRecordedEvent } from './events.ts';
 import type { GuardMessage } from './messages.ts';
 import type { Prepared } from './prepare.ts';
 import type { SessionRepository } from './state/repository.ts';
@@ -88,17 +88,16 @@ export function recordCall(
       next.status = { tokens, source: 'estimate', threshold, contextWindow, fraction: tokens / contextWindow };
     return next;
   };
-  const over =
-    (contextWindow !== undefined && tokens > threshold) || outcome?.result.overflow ? { overflow: true } : {};
   const result: BeforeModelResult = {
     messages,
     tokens,
     threshold,
     contextWindow,
     fraction: contextWindow === undefined ? 0 : tokens / contextWindow,
-    ...(outcome ? { compaction: outcome.result } : {}),
-    ...over,
   };
+  // Set only when there (no spread of a conditional object: a slower copy, on every call).
+  if (outcome) result.compaction = outcome.result;
+  if ((contextWindow !== undefined && tokens > threshold) || outcome?.result.overflow) result.overflow = true;
   // The default in-memory store: no promise on the common path.
   if (!outcome && ctx.sessions.commitNow(sessionId, state, change)) return result;
   return (async () => {
@@ -198,16 +197,6 @@ function usageOn(
     // Applied to the freshest state: the request waiting for this count is the stored one.
     recorded = current.calibration.pending;
     if (!recorded) return current;
-    const status = current.status
-      ? {
-          status: {
-            ...current.status,
-            tokens,
-            source: 'provider' as const,
-            fraction: tokens / current.status.contextWindow,
-          },
-        }
-      : {};
     const calibration = recordRealCount(
       current.calibration,
       recorded,
@@ -215,14 +204,28 @@ function usageOn(
       outputTokens,
       ctx.options.calibration,
     );
-    return { ...current, usageRecorded: current.usageRecorded + 1, calibration, ...status };
+    // Fields set on the copy, not spread from objects built for the purpose (a slower copy, every call).
+    const next: SessionState = { ...current, usageRecorded: current.usageRecorded + 1, calibration };
+    const status = current.status;
+    if (status) next.status = { ...status, tokens, source: 'provider', fraction: tokens / status.contextWindow };
+    return next;
   };
   const finish = (): number | undefined => {
     if (!recorded) return ignore('no-request');
     const { estimatedTokens } = recorded;
-    const output = outputTokens !== undefined ? { outputTokens } : {};
     const relativeError = (estimatedTokens - inputTokens) / inputTokens;
-    ctx.emit({ type: 'usage-recorded', sessionId, inputTokens, ...output, estimatedTokens, relativeError });
+    // Events go to onEvent only: none is built when nobody listens.
+    if (ctx.options.onEvent) {
+      const event: UsageRecordedEvent = {
+        type: 'usage-recorded',
+        sessionId,
+        inputTokens,
+        estimatedTokens,
+        relativeError,
+      };
+      if (outputTokens !== undefined) event.outputTokens = outputTokens;
+      ctx.emit(event);
+    }
     return relativeError;
   };
   if (ctx.sessions.commitNow(sessionId, state, change)) return finish();

@@ -56,8 +56,23 @@ function cycleWalk(value: unknown, ancestors: object[]): number {
 /** Objects already found free of cycles: a large tool input is walked once, however often it is resent. */
 const acyclic = new WeakSet<object>();
 
+/** Whether a value holds no object at all (a tool input of a few strings, an output holding a text): no cycle. */
+function flat(value: object): boolean {
+  // Binary data holds numbers only (and is not walked key by key).
+  if (ArrayBuffer.isView(value)) return true;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (typeof value[i] === 'object' && value[i] !== null) return false;
+    return true;
+  }
+  for (const key in value) {
+    const v = (value as Record<string, unknown>)[key];
+    if (typeof v === 'object' && v !== null) return false;
+  }
+  return true;
+}
+
 function acyclicValue(value: unknown): boolean {
-  if (typeof value !== 'object' || value === null) return true;
+  if (typeof value !== 'object' || value === null || flat(value)) return true;
   // A small value (a tool output holding a text, a path) is walked at once: no set to look it up in.
   if (!acyclic.has(value)) {
     const walked = cycleWalk(value, []);
@@ -134,6 +149,11 @@ export interface ValidatedMessages {
   reasons: string[];
 }
 
+// Shared by every input with nothing left out (the common call allocates no arrays for it); frozen,
+// and never handed to a listener (events are sent only when something was left out).
+const NONE = Object.freeze([]) as unknown as number[];
+const NO_REASONS = Object.freeze([]) as unknown as string[];
+
 /**
  * The input without the entries that are not messages; the input itself when every entry is one.
  * Entries before `from` are known to be messages (the caller checked the same objects before).
@@ -147,7 +167,7 @@ export function validMessages(input: readonly unknown[], from = 0, checked?: rea
     (dropped ??= []).push(i);
     (reasons ??= []).push(problem);
   }
-  if (!dropped || !reasons) return { messages: input as readonly GuardMessage[], dropped: [], reasons: [] };
+  if (!dropped || !reasons) return { messages: input as readonly GuardMessage[], dropped: NONE, reasons: NO_REASONS };
   const skip = new Set(dropped);
   return { messages: input.filter((_, i) => !skip.has(i)) as GuardMessage[], dropped, reasons };
 }
@@ -254,10 +274,23 @@ function sameUpTo(
  * messages): a new conversation on the same session id shows there first.
  */
 export const HEAD_MESSAGES = 4;
-/** The last messages known before a call, compared on every call: where hosts edit (a retry, a rewritten turn). */
-export const BOUNDARY_MESSAGES = 32;
-/** Older messages compared per call, in rotation: each is compared again at least every ceil(N / this) calls. */
+/**
+ * The last messages known before a call, compared on every call: where hosts edit (a retry, a
+ * rewritten last step). An edit further back is found by the rotating slice.
+ */
+export const BOUNDARY_MESSAGES = 8;
+/**
+ * Older messages compared per call, in rotation, when the host resends its message objects (one
+ * identity comparison each): each is compared again at least every ceil(N / this) calls.
+ */
 export const SLICE_MESSAGES = 64;
+/**
+ * The same, when the host rebuilt its messages on the last call (the AI SDK): each comparison then
+ * reads the host's freshly built objects, which its own rebuild has pushed out of the processor's
+ * caches (about 15-25 ns a message at 2,550 messages, BENCHMARKS.md). Each message is compared again
+ * at least every ceil(N / this) calls.
+ */
+export const REBUILT_SLICE_MESSAGES = 16;
 
 /** A session's last input whose entries were all messages. */
 interface CheckedHistory {
@@ -267,6 +300,8 @@ interface CheckedHistory {
   keys: MessageKeys;
   /** Where the next rotating slice of older messages starts. */
   cursor: number;
+  /** The last check matched some messages by content (the host rebuilds them): the smaller slice. */
+  rebuilt: boolean;
   /** Whether every message of the last input was compared (none of it taken on trust). */
   verified: boolean;
   /** The next call compares every message (a real count disagreed with the estimate). */
@@ -288,7 +323,8 @@ export interface CheckedInput extends ValidatedMessages {
  *
  * In `amortized` mode (the default) a long history is not compared whole on every call: only the
  * first messages, the last BOUNDARY_MESSAGES known before, and a rotating slice of the others
- * (every message again at least every ceil(N / SLICE_MESSAGES) calls), then what was added. A
+ * (every message again at least every ceil(N / SLICE_MESSAGES) calls, ceil(N /
+ * REBUILT_SLICE_MESSAGES) for a host that rebuilds its messages), then what was added. A
  * difference found anywhere compares everything. The rest is taken on trust until its turn, and
  * `verify` compares it all when the call must be exact (before a compaction decides anything).
  * What is taken on trust only feeds the estimate: the prompt sent is always built from the host's
@@ -365,13 +401,14 @@ export class CheckedInputs {
       canonicalForms.delete(input);
       return { ...checked, unchanged: same };
     }
-    const kept: CheckedHistory = history ?? { canon: next, keys, cursor: 0, verified, fullNext: false };
+    const kept: CheckedHistory = history ?? { canon: next, keys, cursor: 0, rebuilt, verified, fullNext: false };
     kept.canon = next;
+    kept.rebuilt = rebuilt;
     kept.verified = verified;
     kept.fullNext = false;
     this.last.set(sessionId, kept);
     canonicalForms.set(input, { messages: next, length: n, rebuilt });
-    return { ...checked, unchanged: same };
+    return { messages: checked.messages, dropped: checked.dropped, reasons: checked.reasons, unchanged: same };
   }
 
   /**
@@ -410,7 +447,10 @@ function sample(history: CheckedHistory, input: readonly unknown[]): boolean | u
   while (head < known && keys.roleOf(head) === 'system') head++;
   const boundary = Math.max(head, known - BOUNDARY_MESSAGES);
   const from = history.cursor >= head && history.cursor < boundary ? history.cursor : head;
-  const to = Math.min(boundary, from + SLICE_MESSAGES);
+  // As many more as the call added: the rotation gains a full slice on the history's growth on every
+  // call, however fast the host adds messages, so that it comes round within ceil(N / slice) calls.
+  const size = (history.rebuilt ? REBUILT_SLICE_MESSAGES : SLICE_MESSAGES) + (input.length - known);
+  const to = Math.min(boundary, from + size);
   const head0 = sameRun(history, input, 0, head);
   if (head0 === undefined) return undefined;
   const last = sameRun(history, input, boundary, known);

@@ -7,7 +7,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createContextGuard, type ContextGuardOptions, type GuardMessage } from '../src/index.ts';
-import { BOUNDARY_MESSAGES, CheckedInputs, HEAD_MESSAGES, SLICE_MESSAGES } from '../src/safety.ts';
+import {
+  BOUNDARY_MESSAGES,
+  CheckedInputs,
+  HEAD_MESSAGES,
+  REBUILT_SLICE_MESSAGES,
+  SLICE_MESSAGES,
+} from '../src/safety.ts';
 import { canonicalForms } from '../src/tokens/prompt-measure.ts';
 import { system, toolStep, user } from './helpers.ts';
 
@@ -73,8 +79,12 @@ async function freshHeuristic(messages: GuardMessage[]): Promise<number> {
   return seen.heuristic;
 }
 
-/** Calls after which an edit anywhere in a history of `n` messages has been compared. */
-const bound = (n: number): number => Math.ceil(n / SLICE_MESSAGES) + 1;
+/**
+ * Calls after which an edit anywhere in a history of `n` messages has been compared: the rotating
+ * slice is smaller for a host that rebuilds its messages (each comparison reads its new objects).
+ */
+const bound = (n: number, host: Host): number =>
+  Math.ceil(n / (host === 'rebuilt objects' ? REBUILT_SLICE_MESSAGES : SLICE_MESSAGES)) + 1;
 
 describe('historyCheck: amortized', () => {
   for (const host of HOSTS) {
@@ -85,7 +95,7 @@ describe('historyCheck: amortized', () => {
       const index = oldToolIndex(messages, 120);
       messages = edited(messages, index, 'edited in place '.repeat(400));
       let found = -1;
-      for (let call = 0; call < bound(messages.length + 40) + 2 && found < 0; call++) {
+      for (let call = 0; call < bound(messages.length + 40, host) + 2 && found < 0; call++) {
         messages = [...messages, ...history(1, 1_000 + call)];
         const sent = send(host, messages);
         const r = await guard.beforeModel({ sessionId: 's', messages: sent });
@@ -95,7 +105,7 @@ describe('historyCheck: amortized', () => {
         if (seen.heuristic === (await freshHeuristic(sent))) found = call;
       }
       expect(found).toBeGreaterThanOrEqual(0);
-      expect(found).toBeLessThanOrEqual(bound(messages.length));
+      expect(found).toBeLessThanOrEqual(bound(messages.length, host));
     });
 
     it(`finds an edit among the last known messages on the next call (${host})`, async () => {
@@ -178,7 +188,8 @@ describe('historyCheck: amortized', () => {
         await guard.afterModel({ sessionId: 's', usage: { inputTokens: Math.round(seen.heuristic * 1.2) } });
         expect(r.tokens).toBeGreaterThan(0);
       }
-      const index = oldToolIndex(messages, 30);
+      // Past the slices the calls so far compared (they rotate up from the head), before the last messages.
+      const index = oldToolIndex(messages, messages.length - BOUNDARY_MESSAGES - 40);
       messages = edited(messages, index, 'grown in place '.repeat(3_000));
       // This call may not see the edit yet; the provider's count of it does.
       messages = [...messages, ...history(1, 2_000)];
@@ -248,7 +259,7 @@ describe('CheckedInputs, amortized', () => {
           (changed as { providerOptions?: unknown }).providerOptions = { edited: { at: index } };
           messages = messages.slice();
           messages[index] = changed;
-          const limit = bound(messages.length + perCall * 2 * bound(messages.length));
+          const limit = bound(messages.length + perCall * 2 * bound(messages.length, host), host);
           for (let call = 1; call <= limit; call++) {
             messages = [...messages, ...history(perCall, 10_000 + call * 4)];
             const sent = send(host, messages);
@@ -261,6 +272,30 @@ describe('CheckedInputs, amortized', () => {
       { numRuns: 150 },
     );
   });
+
+  for (const host of HOSTS)
+    it(`comes round within ceil(N / slice) + 1 calls however many messages each call adds (${host})`, () => {
+      // 80 messages a call, more than either slice: the rotation must not fall behind the growth.
+      const c = new CheckedInputs(10);
+      let messages = history(300);
+      c.check('s', send(host, messages));
+      c.check('s', send(host, messages));
+      const index = 30; // behind the rotation (the second check compared from the head on)
+      const changed = structuredClone(messages[index]) as GuardMessage;
+      (changed as { providerOptions?: unknown }).providerOptions = { edited: true };
+      messages = messages.slice();
+      messages[index] = changed;
+      const limit = bound(messages.length, host);
+      let found = -1;
+      for (let call = 1; call <= limit + 40 && found < 0; call++) {
+        messages = [...messages, ...history(40, 10_000 + call * 40)];
+        const sent = send(host, messages);
+        c.check('s', sent);
+        if (formAt(sent, index) === sent[index]) found = call;
+      }
+      expect(found).toBeGreaterThan(0);
+      expect(found).toBeLessThanOrEqual(limit);
+    });
 
   it('compares a bounded number of old messages per call, however long the history', () => {
     const reads = { n: 0 };

@@ -133,7 +133,9 @@ function hashValue(h: number, value: unknown, key: string | undefined, ancestors
     h = mix(h, 0x5d); // ]
   } else {
     h = mix(h, 0x7b); // {
-    for (const k of Object.keys(value)) {
+    // The own enumerable keys in Object.keys order, without building its array (one per object).
+    for (const k in value) {
+      if (!Object.hasOwn(value, k)) continue;
       h = hashString(h, k);
       h = hashValue(h, (value as Record<string, unknown>)[k], k, ancestors);
     }
@@ -143,8 +145,20 @@ function hashValue(h: number, value: unknown, key: string | undefined, ancestors
   return h;
 }
 
+/** The path of objects of the message being hashed, reused from one message to the next. */
+const path: object[] = [];
+let hashing = false;
+
 export function hashMessage(message: GuardMessage): number {
-  return hashValue(FNV_OFFSET, message, undefined, []) >>> 0;
+  // A getter that hashes a message while one is hashed (never in practice) gets its own path.
+  if (hashing) return hashValue(FNV_OFFSET, message, undefined, []) >>> 0;
+  hashing = true;
+  try {
+    path.length = 0; // a getter that threw may have left the last message's path behind
+    return hashValue(FNV_OFFSET, message, undefined, path) >>> 0;
+  } finally {
+    hashing = false;
+  }
 }
 
 /**
