@@ -218,12 +218,15 @@ function callWith(
   let host: MeasuredPrompt | undefined;
   const measureHost = () => (host ??= measureAs(measurerKeys(sessionId)[1], undefined));
   const rebuilt = canonical?.rebuilt ? canonical.messages : undefined;
+  // A literal of fixed shape (a spread of a conditional object builds it the slow way, on every call).
   return {
     sessionId,
     hostMessages,
-    ...(rebuilt
-      ? { canonicalInput: rebuilt.length === hostMessages.length ? rebuilt : rebuilt.slice(0, hostMessages.length) }
-      : {}),
+    canonicalInput: rebuilt
+      ? rebuilt.length === hostMessages.length
+        ? rebuilt
+        : rebuilt.slice(0, hostMessages.length)
+      : undefined,
     tools,
     contextWindow,
     threshold,

@@ -127,7 +127,7 @@ class Guard implements ContextGuard {
 
   /** Records a real count; a promise only when the store answers asynchronously. */
   private recordCount(sessionId: string, input: AfterModelInput): Promise<void> | undefined {
-    const counted = recordUsage(this, { ...input, sessionId });
+    const counted = recordUsage(this, sessionId, input.usage);
     if (!(counted instanceof Promise)) return this.counted(sessionId, counted);
     return counted.then((error) => this.counted(sessionId, error));
   }
@@ -165,7 +165,7 @@ class Guard implements ContextGuard {
       if (!isContextLengthError(input.error)) return { retry: false };
       // The provider's count is a real count of the rejected prompt; then the next beforeModel compacts.
       const reportedTokens = promptTokensFromError(input.error);
-      if (reportedTokens !== undefined) await recordUsage(this, { sessionId, usage: { inputTokens: reportedTokens } });
+      if (reportedTokens !== undefined) await recordUsage(this, sessionId, { inputTokens: reportedTokens });
       const state = await this.sessions.load(sessionId);
       await this.sessions.commit(sessionId, state, (current) => ({
         ...current,
