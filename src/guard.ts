@@ -96,7 +96,8 @@ class Guard implements ContextGuard {
       messages = checked.messages;
       if (checked.dropped.length > 0)
         this.emit({ type: 'invalid-messages', sessionId, indices: checked.dropped, reasons: checked.reasons });
-      const valid = { ...input, messages };
+      // The host's own input when nothing was left out (no copy of it on every call).
+      const valid = messages === input.messages ? input : { ...input, messages };
       // The common call (default store, session idle, nothing to compact) is synchronous: no lock
       // to wait for, no promise but this function's own.
       const started: { call?: Call } = {};
