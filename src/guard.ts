@@ -85,7 +85,17 @@ class Guard implements ContextGuard {
     this.lockTtlMs = Math.max(30_000, resolved.compactionTimeoutMs + 10_000);
   }
 
-  readonly beforeModel = async (input: BeforeModelInput): Promise<BeforeModelResult> => {
+  // Not an async function: the common call answers a promise of its result without the generator
+  // an async function allocates. Whatever it throws becomes a rejection, as from an async function.
+  readonly beforeModel = (input: BeforeModelInput): Promise<BeforeModelResult> => {
+    try {
+      return this.beforeModelSync(input);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  };
+
+  private beforeModelSync(input: BeforeModelInput): Promise<BeforeModelResult> {
     const raw: readonly unknown[] = Array.isArray(input?.messages) ? input.messages : [];
     const sessionId = typeof input?.sessionId === 'string' ? input.sessionId : '';
     let messages = raw as readonly GuardMessage[];
@@ -99,16 +109,29 @@ class Guard implements ContextGuard {
       // The host's own input when nothing was left out (no copy of it on every call).
       const valid = messages === input.messages ? input : { ...input, messages };
       // The common call (default store, session idle, nothing to compact) is synchronous: no lock
-      // to wait for, no promise but this function's own.
+      // to wait for, no promise but the one answered.
       const started: { call?: Call } = {};
       const now = this.sessions.runNow(sessionId, () => this.beforeModelNow(valid, started));
-      if (now) return now;
-      return await this.sessions.run(sessionId, () => this.beforeModelLocked(valid, raw, started.call));
+      if (now) return Promise.resolve(now);
+      const failed = messages;
+      return this.sessions
+        .run(sessionId, () => this.beforeModelLocked(valid, raw, started.call))
+        .catch((error: unknown) => this.failedBeforeModel(error, sessionId, input, failed));
     } catch (error) {
-      this.emit({ type: 'error', ...(sessionId ? { sessionId } : {}), stage: 'beforeModel', error });
-      return failClosed(this.resolver, this.options, input, messages);
+      return Promise.resolve(this.failedBeforeModel(error, sessionId, input, messages));
     }
-  };
+  }
+
+  /** A beforeModel that failed inside the guard: reported, and the smallest prompt that fits. */
+  private failedBeforeModel(
+    error: unknown,
+    sessionId: string,
+    input: BeforeModelInput,
+    messages: readonly GuardMessage[],
+  ): BeforeModelResult {
+    this.emit({ type: 'error', ...(sessionId ? { sessionId } : {}), stage: 'beforeModel', error });
+    return failClosed(this.resolver, this.options, input, messages);
+  }
 
   readonly afterModel = (input: AfterModelInput): Promise<void> => {
     const id = typeof input?.sessionId === 'string' ? input.sessionId : '';
