@@ -6,7 +6,12 @@ import type { ContextGuardEvent } from './events.ts';
 import type { GuardMessage, ToolDefinition } from './messages.ts';
 import { CHARACTER_MEASURE, encodingFor, textMeasure, type TextMeasure } from './tokens/exact.ts';
 import { mediaProviderForModel } from './tokens/media.ts';
-import { canonicalForms, type MeasuredPrompt, type PromptMeasurer } from './tokens/prompt-measure.ts';
+import {
+  canonicalForms,
+  type CanonicalMessages,
+  type MeasuredPrompt,
+  type PromptMeasurer,
+} from './tokens/prompt-measure.ts';
 import { matchingOverride, resolveModelInfo } from './tokens/windows.ts';
 
 /** One beforeModel call: its messages, its window, and how its prompts are measured. */
@@ -204,35 +209,95 @@ function callWith(
   provider: ReturnType<typeof mediaProviderForModel>,
   text: TextMeasure,
 ): Call {
-  const { sessionId, tools, messages: hostMessages } = input;
-  // The session's own key; the other two are built when used (most calls measure neither).
-  const promptKey = sessionId;
-  // Set by the input check for this very array (safety.ts); the length guards against a host
-  // that changed the array in place since.
-  const form = canonicalForms.get(hostMessages);
-  const canonical = form?.length === hostMessages.length ? form : undefined;
-  const measureAs = (key: string, withTools: readonly ToolDefinition[] | undefined) =>
-    canonical
-      ? measurer.measureCanonical(key, canonical, withTools, provider, text)
-      : measurer.measure(key, hostMessages, withTools, provider, text);
-  let host: MeasuredPrompt | undefined;
-  const measureHost = () => (host ??= measureAs(measurerKeys(sessionId)[1], undefined));
-  const rebuilt = canonical?.rebuilt ? canonical.messages : undefined;
-  return {
-    sessionId,
-    hostMessages,
-    ...(rebuilt
-      ? { canonicalInput: rebuilt.length === hostMessages.length ? rebuilt : rebuilt.slice(0, hostMessages.length) }
-      : {}),
-    tools,
-    contextWindow,
-    threshold,
-    measure: (messages) => measurer.measure(promptKey, messages, tools, provider, text),
-    measureHostPrompt: () => measureAs(promptKey, tools),
-    measureHost,
-    hashOf: (i) => measureHost().entries[i]?.hash ?? 0,
-    measureApart: (messages) => measurer.measure(measurerKeys(sessionId)[2], messages, tools, provider, text),
-  };
+  return new MeasuredCall(measurer, input, contextWindow, threshold, provider, text);
+}
+
+/**
+ * A call, built on every beforeModel: one object whose measures are methods, not a literal of
+ * closures (six closures and their context were most of what setting a call up allocated). The
+ * two functions handed around detached (`hashOf`, `measure`) are bound on first use.
+ */
+class MeasuredCall implements Call {
+  readonly sessionId: string;
+  readonly hostMessages: readonly GuardMessage[];
+  readonly canonicalInput: readonly GuardMessage[] | undefined;
+  readonly tools: readonly ToolDefinition[] | undefined;
+  readonly contextWindow: number | undefined;
+  readonly threshold: number;
+  private readonly measurer: PromptMeasurer;
+  private readonly provider: ReturnType<typeof mediaProviderForModel>;
+  private readonly text: TextMeasure;
+  /** The canonical form the input check set for this very array, if any. */
+  private readonly canonical: CanonicalMessages | undefined;
+  private host: MeasuredPrompt | undefined;
+  private boundHashOf: ((index: number) => number) | undefined;
+  private boundMeasure: ((messages: GuardMessage[]) => MeasuredPrompt) | undefined;
+
+  constructor(
+    measurer: PromptMeasurer,
+    input: CallInput,
+    contextWindow: number | undefined,
+    threshold: number,
+    provider: ReturnType<typeof mediaProviderForModel>,
+    text: TextMeasure,
+  ) {
+    const hostMessages = input.messages;
+    this.sessionId = input.sessionId;
+    this.hostMessages = hostMessages;
+    this.tools = input.tools;
+    this.contextWindow = contextWindow;
+    this.threshold = threshold;
+    this.measurer = measurer;
+    this.provider = provider;
+    this.text = text;
+    // Set by the input check for this very array (safety.ts); the length guards against a host
+    // that changed the array in place since.
+    const form = canonicalForms.get(hostMessages);
+    const canonical = form?.length === hostMessages.length ? form : undefined;
+    this.canonical = canonical;
+    const rebuilt = canonical?.rebuilt ? canonical.messages : undefined;
+    this.canonicalInput = rebuilt
+      ? rebuilt.length === hostMessages.length
+        ? rebuilt
+        : rebuilt.slice(0, hostMessages.length)
+      : undefined;
+    this.host = undefined;
+    this.boundHashOf = undefined;
+    this.boundMeasure = undefined;
+  }
+
+  /** The host's messages under `key`, from their canonical form when there is one. */
+  private measureAs(key: string, withTools: readonly ToolDefinition[] | undefined): MeasuredPrompt {
+    const canonical = this.canonical;
+    return canonical
+      ? this.measurer.measureCanonical(key, canonical, withTools, this.provider, this.text)
+      : this.measurer.measure(key, this.hostMessages, withTools, this.provider, this.text);
+  }
+
+  /** Under the session's own key (the other two are built when used: most calls measure neither). */
+  get measure(): (messages: GuardMessage[]) => MeasuredPrompt {
+    this.boundMeasure ??= (messages) =>
+      this.measurer.measure(this.sessionId, messages, this.tools, this.provider, this.text);
+    return this.boundMeasure;
+  }
+
+  measureHostPrompt(): MeasuredPrompt {
+    return this.measureAs(this.sessionId, this.tools);
+  }
+
+  measureHost(): MeasuredPrompt {
+    this.host ??= this.measureAs(measurerKeys(this.sessionId)[1], undefined);
+    return this.host;
+  }
+
+  get hashOf(): (index: number) => number {
+    this.boundHashOf ??= (i) => this.measureHost().entries[i]?.hash ?? 0;
+    return this.boundHashOf;
+  }
+
+  measureApart(messages: GuardMessage[]): MeasuredPrompt {
+    return this.measurer.measure(measurerKeys(this.sessionId)[2], messages, this.tools, this.provider, this.text);
+  }
 }
 
 /**

@@ -85,7 +85,17 @@ class Guard implements ContextGuard {
     this.lockTtlMs = Math.max(30_000, resolved.compactionTimeoutMs + 10_000);
   }
 
-  readonly beforeModel = async (input: BeforeModelInput): Promise<BeforeModelResult> => {
+  // Not an async function: the common call answers a promise of its result without the generator
+  // an async function allocates. Whatever it throws becomes a rejection, as from an async function.
+  readonly beforeModel = (input: BeforeModelInput): Promise<BeforeModelResult> => {
+    try {
+      return this.beforeModelSync(input);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  };
+
+  private beforeModelSync(input: BeforeModelInput): Promise<BeforeModelResult> {
     const raw: readonly unknown[] = Array.isArray(input?.messages) ? input.messages : [];
     const sessionId = typeof input?.sessionId === 'string' ? input.sessionId : '';
     let messages = raw as readonly GuardMessage[];
@@ -96,18 +106,32 @@ class Guard implements ContextGuard {
       messages = checked.messages;
       if (checked.dropped.length > 0)
         this.emit({ type: 'invalid-messages', sessionId, indices: checked.dropped, reasons: checked.reasons });
-      const valid = { ...input, messages };
+      // The host's own input when nothing was left out (no copy of it on every call).
+      const valid = messages === input.messages ? input : { ...input, messages };
       // The common call (default store, session idle, nothing to compact) is synchronous: no lock
-      // to wait for, no promise but this function's own.
+      // to wait for, no promise but the one answered.
       const started: { call?: Call } = {};
       const now = this.sessions.runNow(sessionId, () => this.beforeModelNow(valid, started));
-      if (now) return now;
-      return await this.sessions.run(sessionId, () => this.beforeModelLocked(valid, raw, started.call));
+      if (now) return Promise.resolve(now);
+      const failed = messages;
+      return this.sessions
+        .run(sessionId, () => this.beforeModelLocked(valid, raw, started.call))
+        .catch((error: unknown) => this.failedBeforeModel(error, sessionId, input, failed));
     } catch (error) {
-      this.emit({ type: 'error', ...(sessionId ? { sessionId } : {}), stage: 'beforeModel', error });
-      return failClosed(this.resolver, this.options, input, messages);
+      return Promise.resolve(this.failedBeforeModel(error, sessionId, input, messages));
     }
-  };
+  }
+
+  /** A beforeModel that failed inside the guard: reported, and the smallest prompt that fits. */
+  private failedBeforeModel(
+    error: unknown,
+    sessionId: string,
+    input: BeforeModelInput,
+    messages: readonly GuardMessage[],
+  ): BeforeModelResult {
+    this.emit({ type: 'error', ...(sessionId ? { sessionId } : {}), stage: 'beforeModel', error });
+    return failClosed(this.resolver, this.options, input, messages);
+  }
 
   readonly afterModel = (input: AfterModelInput): Promise<void> => {
     const id = typeof input?.sessionId === 'string' ? input.sessionId : '';
@@ -127,7 +151,7 @@ class Guard implements ContextGuard {
 
   /** Records a real count; a promise only when the store answers asynchronously. */
   private recordCount(sessionId: string, input: AfterModelInput): Promise<void> | undefined {
-    const counted = recordUsage(this, { ...input, sessionId });
+    const counted = recordUsage(this, sessionId, input.usage);
     if (!(counted instanceof Promise)) return this.counted(sessionId, counted);
     return counted.then((error) => this.counted(sessionId, error));
   }
@@ -165,7 +189,7 @@ class Guard implements ContextGuard {
       if (!isContextLengthError(input.error)) return { retry: false };
       // The provider's count is a real count of the rejected prompt; then the next beforeModel compacts.
       const reportedTokens = promptTokensFromError(input.error);
-      if (reportedTokens !== undefined) await recordUsage(this, { sessionId, usage: { inputTokens: reportedTokens } });
+      if (reportedTokens !== undefined) await recordUsage(this, sessionId, { inputTokens: reportedTokens });
       const state = await this.sessions.load(sessionId);
       await this.sessions.commit(sessionId, state, (current) => ({
         ...current,

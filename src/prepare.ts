@@ -55,6 +55,9 @@ export class PairingProgress {
   }
 }
 
+/** What renderView is given for the hashes of a view without a memo (it reads none). */
+const NO_HASHES = (): number => 0;
+
 /** The prompt `memo` makes of the host's messages, repaired and estimated. */
 function prepareWith(
   call: Call,
@@ -75,7 +78,9 @@ function prepareWith(
     }
   }
   // The host's own array when nothing applies: what the guard sends unchanged is not copied.
-  const view = renderView(call.hostMessages, memo, summaryApplies, call.hashOf, false, false);
+  // The hashes are read only to apply a memo's clips: no function is bound for them without a memo.
+  const hashOf = memo ? call.hashOf : NO_HASHES;
+  const view = renderView(call.hostMessages, memo, summaryApplies, hashOf, false, false);
   // Untouched (no summary or edit applies): the host's messages, measured from their canonical
   // form, at the cost of what was added since the last call. Otherwise the same view, rendered from
   // the canonical form when the host rebuilt its messages: those the memo leaves alone are then the
@@ -84,7 +89,7 @@ function prepareWith(
     ? call.measureHostPrompt()
     : call.measure(
         call.canonicalInput
-          ? renderView(call.canonicalInput, memo, summaryApplies, call.hashOf, false).messages
+          ? renderView(call.canonicalInput, memo, summaryApplies, hashOf, false).messages
           : view.messages,
       );
   const from = Math.min(pairing.take(call.sessionId), measured.unchanged);

@@ -1,7 +1,7 @@
 // What a call leaves behind: the estimate it reports, the request it sends (waiting for its real
 // count) with what it changed in the session, and, after the model call, the real count folded into
 // the calibration. Everything goes through the session repository in one commit per call.
-import type { AfterModelInput, BeforeModelResult, ModelUsage } from './api.ts';
+import type { BeforeModelResult, ModelUsage } from './api.ts';
 import type { Call } from './call.ts';
 import type { CompactionOutcome } from './compact.ts';
 import type { ResolvedOptions } from './config.ts';
@@ -165,17 +165,26 @@ async function afterCompact(
  */
 export function recordUsage(
   ctx: RecordContext,
-  { sessionId, usage }: AfterModelInput,
+  sessionId: string,
+  usage: ModelUsage | null | undefined,
 ): number | undefined | Promise<number | undefined> {
-  const ignore = (reason: UsageIgnoredEvent['reason'], extra = {}): undefined => {
-    ctx.emit({ type: 'usage-ignored', sessionId, reason, usage, ...extra });
-    return undefined;
-  };
   const shape = usageShapeProblem(usage);
-  if (shape || !usage) return ignore(shape ?? 'missing');
+  if (shape || !usage) return ignoreUsage(ctx, sessionId, usage, shape ?? 'missing');
   const now = ctx.sessions.loadNow(sessionId);
-  if (now) return usageOn(ctx, sessionId, usage, now, ignore);
-  return ctx.sessions.load(sessionId).then((state) => usageOn(ctx, sessionId, usage, state, ignore));
+  if (now) return usageOn(ctx, sessionId, usage, now);
+  return ctx.sessions.load(sessionId).then((state) => usageOn(ctx, sessionId, usage, state));
+}
+
+/** A real count not recorded, reported (no closure built per call for it). */
+function ignoreUsage(
+  ctx: RecordContext,
+  sessionId: string,
+  usage: ModelUsage | null | undefined,
+  reason: UsageIgnoredEvent['reason'],
+  extra = {},
+): undefined {
+  ctx.emit({ type: 'usage-ignored', sessionId, reason, usage, ...extra });
+  return undefined;
 }
 
 function usageOn(
@@ -183,13 +192,19 @@ function usageOn(
   sessionId: string,
   usage: ModelUsage,
   state: SessionState,
-  ignore: (reason: UsageIgnoredEvent['reason'], extra?: object) => undefined,
 ): number | undefined | Promise<number | undefined> {
   const pending = state.calibration.pending;
-  if (!pending) return ignore('no-request');
+  if (!pending) return ignoreUsage(ctx, sessionId, usage, 'no-request');
   const verdict = judgeUsage(usage, pending, ctx.options.calibration, state.status?.contextWindow);
-  if (!verdict.ok) return ignore(verdict.reason, verdict.plausible ? { plausible: verdict.plausible } : {});
-  if (verdict.outputIgnored) ignore('invalid-output-tokens');
+  if (!verdict.ok)
+    return ignoreUsage(
+      ctx,
+      sessionId,
+      usage,
+      verdict.reason,
+      verdict.plausible ? { plausible: verdict.plausible } : {},
+    );
+  if (verdict.outputIgnored) ignoreUsage(ctx, sessionId, usage, 'invalid-output-tokens');
   const { inputTokens, outputTokens } = verdict;
   const tokens = inputTokens + (outputTokens ?? 0);
   let recorded: PendingRequest | undefined;
@@ -211,7 +226,7 @@ function usageOn(
     return next;
   };
   const finish = (): number | undefined => {
-    if (!recorded) return ignore('no-request');
+    if (!recorded) return ignoreUsage(ctx, sessionId, usage, 'no-request');
     const { estimatedTokens } = recorded;
     const relativeError = (estimatedTokens - inputTokens) / inputTokens;
     // Events go to onEvent only: none is built when nobody listens.

@@ -17,9 +17,11 @@ export type UsageVerdict =
 /** Whether `usage` has the shape of a real count, before any request is looked at. */
 export function usageShapeProblem(usage: ModelUsage | undefined | null): UsageIgnoredEvent['reason'] | undefined {
   if (usage === undefined || usage === null || typeof usage !== 'object') return 'missing';
-  const extra = [usage.cacheReadInputTokens, usage.cacheWriteInputTokens].filter((n) => n !== undefined);
+  const { cacheReadInputTokens: read, cacheWriteInputTokens: write } = usage;
   // Zero is no real count either: no prompt costs nothing, and some providers report 0 when unknown.
-  if (!isCount(usage.inputTokens) || usage.inputTokens === 0 || !extra.every(isCount)) return 'invalid-input-tokens';
+  if (!isCount(usage.inputTokens) || usage.inputTokens === 0) return 'invalid-input-tokens';
+  // The cache counts, when given, are counts too (checked without building an array on every call).
+  if ((read !== undefined && !isCount(read)) || (write !== undefined && !isCount(write))) return 'invalid-input-tokens';
   return undefined;
 }
 

@@ -170,6 +170,12 @@ export interface View {
   untouched?: boolean;
 }
 
+/** Whether a record has an own key: checked on every call, without an array of its keys. */
+function hasKeys(record: object): boolean {
+  for (const key in record) if (Object.hasOwn(record, key)) return true;
+  return false;
+}
+
 /**
  * What the memo does to host message i, or undefined when the memo edits no message at all.
  * System messages are never edited: they stay exactly as the host wrote them.
@@ -178,9 +184,10 @@ function editorOf(
   memo: CompactionMemo | undefined,
   hashOf: (index: number) => number,
 ): ((m: GuardMessage, i: number) => GuardMessage) | undefined {
-  const edits = memo && Object.keys(memo.tools).length > 0 ? memo.tools : undefined;
-  const clips = memo && Object.keys(memo.clips).length > 0 ? memo.clips : undefined;
-  const media = memo?.media && Object.keys(memo.media).length > 0 ? memo.media : undefined;
+  if (!memo) return undefined;
+  const edits = hasKeys(memo.tools) ? memo.tools : undefined;
+  const clips = hasKeys(memo.clips) ? memo.clips : undefined;
+  const media = memo.media && hasKeys(memo.media) ? memo.media : undefined;
   const requestClip = memo?.requestClip;
   const recall = memo?.recall === true;
   if (!edits && !clips && !media && !requestClip) return undefined;
@@ -212,6 +219,14 @@ export function renderView(
   copy = true,
 ): View {
   const edit = editorOf(memo, hashOf);
+  // The common case, on every call: no summary and no edit, the host's messages as they are (one
+  // native copy, or none), with no array or closure built for a head there is not.
+  if (!edit && !(summaryApplies && memo?.summary)) {
+    const messages = copy ? input.slice() : (input as GuardMessage[]);
+    const view = viewOf(messages, 0, NO_ORIGINS, 0, input.length, repair);
+    if (view.unansweredCalls + view.orphanResults === 0) view.untouched = true;
+    return view;
+  }
   const messages: GuardMessage[] = [];
   const headOrigin: number[] = [];
   const push = (m: GuardMessage, origin: number) => {
@@ -242,6 +257,9 @@ export function renderView(
   return viewOf(messages, headLength, headOrigin, from, input.length, repair);
 }
 
+/** The head of a view without one (only read: a view's origins are built from a copy). */
+const NO_ORIGINS: readonly number[] = [];
+
 /** A view whose origins are built on first use (only compaction reads them; a view is rendered on every call). */
 class LazyView implements View {
   messages: GuardMessage[];
@@ -250,11 +268,17 @@ class LazyView implements View {
   orphanResults = 0;
   untouched?: boolean;
   private builtOrigin: number[] | undefined;
-  private readonly headOrigin: number[];
+  private readonly headOrigin: readonly number[];
   private readonly from: number;
   private readonly inputLength: number;
 
-  constructor(messages: GuardMessage[], headLength: number, headOrigin: number[], from: number, inputLength: number) {
+  constructor(
+    messages: GuardMessage[],
+    headLength: number,
+    headOrigin: readonly number[],
+    from: number,
+    inputLength: number,
+  ) {
     this.messages = messages;
     this.headLength = headLength;
     this.headOrigin = headOrigin;
@@ -276,7 +300,7 @@ class LazyView implements View {
 function viewOf(
   messages: GuardMessage[],
   headLength: number,
-  headOrigin: number[],
+  headOrigin: readonly number[],
   from: number,
   inputLength: number,
   repair: boolean,

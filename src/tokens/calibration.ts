@@ -228,16 +228,10 @@ export function recordRealCount(
     }
   }
   const { chars, mediaTokens, toolChars, prompt } = pending;
-  const next: CalibrationState = {
-    anchor: {
-      chars,
-      mediaTokens,
-      toolChars,
-      prompt,
-      realTokens,
-      ...(outputTokens !== undefined ? { outputTokens } : {}),
-    },
-  };
+  // Set only when known (a spread of a conditional object builds the anchor the slow way, on every real count).
+  const anchorNext: NonNullable<CalibrationState['anchor']> = { chars, mediaTokens, toolChars, prompt, realTokens };
+  if (outputTokens !== undefined) anchorNext.outputTokens = outputTokens;
+  const next: CalibrationState = { anchor: anchorNext };
   if (growth) next.growth = growth;
   // Under one token it is noise, and the state stays as it was before any shortfall.
   if (shortfall >= 1) next.shortfall = shortfall;

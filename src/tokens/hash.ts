@@ -129,7 +129,8 @@ function hashValue(h: number, value: unknown, key: string | undefined, ancestors
   ancestors.push(value);
   if (isArray) {
     h = mix(h, 0x5b); // [
-    for (const item of value) h = hashValue(h, item, undefined, ancestors);
+    // By index: the same items as an array's iterator gives (holes too), with no iterator results.
+    for (let i = 0; i < value.length; i++) h = hashValue(h, value[i], undefined, ancestors);
     h = mix(h, 0x5d); // ]
   } else {
     h = mix(h, 0x7b); // {
