@@ -36,9 +36,11 @@ import type { BaseMessage } from '@langchain/core/messages';
 import { toGuardMessages } from '../adapters/langchain/convert.ts';
 import { createContextGuard, thresholdFor, type GuardMessage } from '../src/index.ts';
 import { fakeSummarizer, realTokens } from '../test/compaction/simulation.ts';
-import { CostLangChainHost, ScriptedSummaryModel } from './cost/langchain.ts';
+import { ScriptedSummaryModel } from './cost/langchain.ts';
+import { LangChainHost } from './survival/langchain.ts';
 import { Ledger, stats, type RunStats } from './cost/ledger.ts';
 import { buildScenario, SHAPES, WINDOWS, type Scenario, type Shape } from './cost/scenarios.ts';
+import { numberFlag } from './args.ts';
 
 type SystemName = 'guard, mechanical' | 'guard, scripted summary' | 'langchain' | 'langchain, real count';
 const SYSTEMS: readonly SystemName[] = [
@@ -116,7 +118,7 @@ async function runLangChain(s: Scenario, realCount: boolean): Promise<RunResult>
   model.maxChars = Math.min(1500, Math.floor((maxSummaryTokens * 2) / s.provider.ratio));
   const tokenCounter = (messages: BaseMessage[]) =>
     realTokens([s.system, ...toGuardMessages(messages)], s.tools, s.provider);
-  const host = new CostLangChainHost({ system: s.system, threshold, model, ...(realCount ? { tokenCounter } : {}) });
+  const host = new LangChainHost({ system: s.system, threshold, model, ...(realCount ? { tokenCounter } : {}) });
   const ledger = new Ledger(s.tools, s.provider);
   const compactedAt: number[] = [];
   for (const [i, call] of s.calls.entries()) {
@@ -184,12 +186,6 @@ function pooled(rows: Row[]) {
     breakTokens: sum((s) => s.breakTokens),
     overflows: sum((s) => s.overflows),
   };
-}
-
-function numberFlag(args: string[], name: string, fallback: number): number {
-  const i = args.indexOf(name);
-  const v = i >= 0 ? Number(args[i + 1]) : Number.NaN;
-  return Number.isFinite(v) ? v : fallback;
 }
 
 async function main(): Promise<void> {

@@ -179,6 +179,8 @@ import {
   type AdversarialSpec,
   type Cycle,
 } from './soak/hostile.ts';
+// mulberry32: the summarizer's per-session randomness (it runs at call time, outside fast-check).
+import { prng } from './random.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Options and results
@@ -284,18 +286,6 @@ function mix(...xs: number[]): number {
     h ^= h >>> 16;
   }
   return h >>> 1;
-}
-
-/** mulberry32: the summarizer's per-session randomness (it runs at call time, outside fast-check). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1985,7 +1975,6 @@ async function runConversation(
           return;
         if (lossReported) {
           bump(c.checks, 'user starts lost, digest-loss reported');
-          if (process.env.SOAK_LOSS_STEPS) bump(c.checks, `user start lost in ${r.compaction?.steps.join('+')}`);
         } else lost.push(`#${k}${k < previousLength ? ' (sent last call)' : ' (new)'} "${start.slice(0, 40)}"`);
       });
       if (lost.length > 0) {

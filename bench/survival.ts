@@ -39,6 +39,7 @@ import { createContextGuard, SUMMARY_SECTIONS, thresholdFor, type GuardMessage }
 import { RecordingStore } from './survival/store.ts';
 import { FirstCharsChatModel, headingsModel, LangChainHost } from './survival/langchain.ts';
 import { sessionsFor, FACT_KINDS, type Fact, type FactKind, type Session, type Shape } from './survival/session.ts';
+import { numberFlag } from './args.ts';
 
 type SummarizerName = 'mechanical' | 'headings-only' | 'langchain, headings-only' | 'langchain, first 200 chars';
 const SUMMARIZERS: readonly SummarizerName[] = [
@@ -374,12 +375,6 @@ function table(rows: Row[]): string {
     );
   }
   return lines.join('\n');
-}
-
-function numberFlag(args: string[], name: string, fallback: number): number {
-  const i = args.indexOf(name);
-  const v = i >= 0 ? Number(args[i + 1]) : Number.NaN;
-  return Number.isFinite(v) ? v : fallback;
 }
 
 async function main(): Promise<void> {

@@ -171,8 +171,8 @@ export class CallResolver {
     const { encoding, provider } = this.factsOf(modelId);
     if (encoding === undefined) return this.callNow(measurer, input) as Call;
     const { contextWindow, threshold } = this.limits(input);
-    return this.textMeasure(sessionId, modelId).then((text) =>
-      callWith(measurer, input, contextWindow, threshold, provider, text),
+    return this.textMeasure(sessionId, modelId).then(
+      (text) => new MeasuredCall(measurer, input, contextWindow, threshold, provider, text),
     );
   }
 
@@ -181,7 +181,7 @@ export class CallResolver {
     const { encoding, provider } = this.factsOf(input.modelId);
     if (encoding !== undefined) return undefined;
     const { contextWindow, threshold } = this.limits(input);
-    return callWith(measurer, input, contextWindow, threshold, provider, CHARACTER_MEASURE);
+    return new MeasuredCall(measurer, input, contextWindow, threshold, provider, CHARACTER_MEASURE);
   }
 
   private limits(input: CallInput): { contextWindow: number | undefined; threshold: number } {
@@ -199,17 +199,6 @@ interface CallInput {
   messages: readonly GuardMessage[];
   tools?: readonly ToolDefinition[];
   contextWindow?: number;
-}
-
-function callWith(
-  measurer: PromptMeasurer,
-  input: CallInput,
-  contextWindow: number | undefined,
-  threshold: number,
-  provider: ReturnType<typeof mediaProviderForModel>,
-  text: TextMeasure,
-): Call {
-  return new MeasuredCall(measurer, input, contextWindow, threshold, provider, text);
 }
 
 /**

@@ -6,6 +6,7 @@ import type { AfterCompactHook, BeforeCompactHook, Summarizer } from './compacti
 import type { FileOpsConfig } from './compaction/file-ops.ts';
 import { DEFAULT_FILE_OPS } from './compaction/file-ops.ts';
 import { redactSecrets } from './compaction/redact.ts';
+import { SUMMARIZER_READ_FACTOR } from './compaction/summarize.ts';
 import type { ContextGuardEvent } from './events.ts';
 import type { StateStore } from './state/store.ts';
 import type { SessionState } from './state/session.ts';
@@ -468,8 +469,6 @@ export const DEFAULTS = {
   largeWindowBuffer: 20_000,
   smallWindowBufferFraction: 0.2,
   target: 0.25,
-  /** The summarizer reads at most this many times `maxSummaryTokens` of transcript per compaction. */
-  summarizerReadFactor: 4,
   keepRecentTokens: 0.2,
   maxToolResultFraction: 0.1,
   maxToolResultTokens: 20_000,
@@ -524,7 +523,7 @@ export function compactionSettings(
     summarizerInputTokens:
       o.summarizerInputTokens !== undefined
         ? tokensOf(o.summarizerInputTokens, window)
-        : DEFAULTS.summarizerReadFactor * maxSummaryTokens,
+        : SUMMARIZER_READ_FACTOR * maxSummaryTokens,
     summarizerContextWindow: o.summarizerContextWindow ?? window,
     summarizerTimeoutMs: o.summarizerTimeoutMs,
     compactionTimeoutMs: o.compactionTimeoutMs,

@@ -2,18 +2,9 @@
 // markers and summaries name what they replaced (`recall id "call_1"`, an archive batch label); the
 // model passes that id, or words of what it needs, and gets the archived original as the tool result.
 import { tool, type Tool } from 'ai';
-import { z } from 'zod';
 import type { ContextGuard } from '../../src/index.ts';
 import { guardOf } from '../shared/compact-reply.ts';
-import {
-  MAX_RECALL_TOOL_LIMIT,
-  RECALL_ID_DESCRIPTION,
-  RECALL_LIMIT_DESCRIPTION,
-  RECALL_OFFSET_DESCRIPTION,
-  RECALL_QUERY_DESCRIPTION,
-  RECALL_TOOL_DESCRIPTION,
-  recallReply,
-} from '../shared/recall-reply.ts';
+import { RECALL_TOOL_DESCRIPTION, recallInputSchema, recallReply } from '../shared/recall-reply.ts';
 import { deriveSessionId } from '../shared/session-id.ts';
 import { sessionOfToolCall } from './sessions.ts';
 
@@ -44,12 +35,7 @@ export function recallTool(
   const guard = guardOf(target);
   return tool({
     description: RECALL_TOOL_DESCRIPTION,
-    inputSchema: z.object({
-      query: z.string().optional().describe(RECALL_QUERY_DESCRIPTION),
-      id: z.string().optional().describe(RECALL_ID_DESCRIPTION),
-      limit: z.number().int().min(1).max(MAX_RECALL_TOOL_LIMIT).optional().describe(RECALL_LIMIT_DESCRIPTION),
-      offset: z.number().int().min(0).optional().describe(RECALL_OFFSET_DESCRIPTION),
-    }),
+    inputSchema: recallInputSchema,
     // The session is the one the middleware saw this tool call in (the compact tool's rule).
     execute: (input, { toolCallId, messages }) =>
       recallReply(guard, sessionOfToolCall(guard, toolCallId) ?? deriveSessionId(messages), input, options.maxChars),

@@ -2,18 +2,9 @@
 // state. Placeholders, truncation markers and summaries name what they replaced; the model passes
 // that id, or words of what it needs, and gets the archived original as the tool's answer.
 import { tool } from '@langchain/core/tools';
-import { z } from 'zod';
 import type { ContextGuard } from '../../src/index.ts';
 import { guardOf } from '../shared/compact-reply.ts';
-import {
-  MAX_RECALL_TOOL_LIMIT,
-  RECALL_ID_DESCRIPTION,
-  RECALL_LIMIT_DESCRIPTION,
-  RECALL_OFFSET_DESCRIPTION,
-  RECALL_QUERY_DESCRIPTION,
-  RECALL_TOOL_DESCRIPTION,
-  recallReply,
-} from '../shared/recall-reply.ts';
+import { RECALL_TOOL_DESCRIPTION, recallInputSchema, recallReply } from '../shared/recall-reply.ts';
 import { resolveSessionId } from '../shared/session-id.ts';
 import { threadIdOf } from './model-info.ts';
 
@@ -47,12 +38,7 @@ export function recallTool(target: ContextGuard | { guard: ContextGuard }, optio
     {
       name: options.name ?? 'recall_context',
       description: RECALL_TOOL_DESCRIPTION,
-      schema: z.object({
-        query: z.string().optional().describe(RECALL_QUERY_DESCRIPTION),
-        id: z.string().optional().describe(RECALL_ID_DESCRIPTION),
-        limit: z.number().int().min(1).max(MAX_RECALL_TOOL_LIMIT).optional().describe(RECALL_LIMIT_DESCRIPTION),
-        offset: z.number().int().min(0).optional().describe(RECALL_OFFSET_DESCRIPTION),
-      }),
+      schema: recallInputSchema,
     },
   );
 }

@@ -1,6 +1,7 @@
 // What both adapters' recall tools do once they know the session: look the archive up (by id, by
 // query) and answer in text the model reads as a tool result. Every answer, empty ones included,
 // says what to do next: a model that gets "[]" back tends to call the tool again with the same input.
+import { z } from 'zod';
 import { formatCount, oneLine } from '../../src/compaction/text.ts';
 import type { ContextGuard, RecalledItem } from '../../src/index.ts';
 
@@ -12,24 +13,32 @@ export const RECALL_TOOL_DESCRIPTION =
   "it was then: call the tool again instead when you need a file's or a command's current state.";
 
 /** The description of the tool's `query` input. */
-export const RECALL_QUERY_DESCRIPTION =
+const RECALL_QUERY_DESCRIPTION =
   'Words from what you need, as they would appear in it: a file path, an error message, an identifier. ' +
   'Results are ranked by relevance.';
 
 /** The description of the tool's `id` input. */
-export const RECALL_ID_DESCRIPTION =
+const RECALL_ID_DESCRIPTION =
   'The tool-call id a placeholder names (`recall id "call_1"`), or an archive batch label a summary names ' +
   '(`compaction-batch-…`): returns exactly those items.';
 
 /** The description of the tool's `limit` input. */
-export const RECALL_LIMIT_DESCRIPTION = 'Most items to return, 1 to 20. Default 5.';
+const RECALL_LIMIT_DESCRIPTION = 'Most items to return, 1 to 20. Default 5.';
 
 /** The description of the tool's `offset` input. */
-export const RECALL_OFFSET_DESCRIPTION =
+const RECALL_OFFSET_DESCRIPTION =
   'Read on from this character of each item (a long output comes back in parts; its text says which offset reads on).';
 
 /** The most items one tool call may ask for (the schema's bound; the guard's own is 50). */
-export const MAX_RECALL_TOOL_LIMIT = 20;
+const MAX_RECALL_TOOL_LIMIT = 20;
+
+/** The recall tool's input, the same zod schema for both adapters' tools. */
+export const recallInputSchema = z.object({
+  query: z.string().optional().describe(RECALL_QUERY_DESCRIPTION),
+  id: z.string().optional().describe(RECALL_ID_DESCRIPTION),
+  limit: z.number().int().min(1).max(MAX_RECALL_TOOL_LIMIT).optional().describe(RECALL_LIMIT_DESCRIPTION),
+  offset: z.number().int().min(0).optional().describe(RECALL_OFFSET_DESCRIPTION),
+});
 
 export interface RecallInput {
   query?: string | undefined;

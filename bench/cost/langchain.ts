@@ -1,13 +1,9 @@
-// LangChain's summarizationMiddleware on the cost scenarios: the host of the survival bench
+// LangChain's summarizationMiddleware on the cost scenarios runs in the survival bench's host
 // (bench/survival/langchain.ts: agent state kept between calls, the hook run before every call, its
 // update applied, the system prompt + state sent), with LangChain's own token counter or one that
-// counts like the provider, and a scripted summary model that records what it was sent.
+// counts like the provider; here, the scripted summary model that records what it was sent.
 import type { BaseMessage } from '@langchain/core/messages';
-import { RemoveMessage } from '@langchain/core/messages';
 import { SimpleChatModel } from '@langchain/core/language_models/chat_models';
-import { summarizationMiddleware } from 'langchain';
-import { fromGuardMessages, toGuardMessages } from '../../adapters/langchain/convert.ts';
-import type { GuardMessage } from '../../src/index.ts';
 
 const SUMMARY_PREFIX = 'Here is a summary of the conversation to date:';
 
@@ -41,51 +37,5 @@ export class ScriptedSummaryModel extends SimpleChatModel {
     ]
       .join('\n')
       .slice(0, this.maxChars);
-  }
-}
-
-type Hook = (state: { messages: BaseMessage[] }, runtime: unknown) => Promise<{ messages: BaseMessage[] } | undefined>;
-
-/**
- * The survival bench's host (bench/survival/langchain.ts), with LangChain's `tokenCounter` option:
- * it keeps the agent state (what the hook removed is gone), appends each call's messages, runs the
- * hook, applies its update, and sends the system prompt + the state, as createAgent does with its
- * `systemPrompt`. Trigger `{ tokens: threshold }`; keep and trim at their defaults.
- */
-export class CostLangChainHost {
-  private state: BaseMessage[] = [];
-  private readonly system: GuardMessage;
-  private readonly hook: Hook;
-
-  constructor(options: {
-    system: GuardMessage;
-    threshold: number;
-    model: unknown;
-    tokenCounter?: (messages: BaseMessage[]) => number;
-  }) {
-    this.system = options.system;
-    const middleware = summarizationMiddleware({
-      model: options.model as never,
-      trigger: { tokens: options.threshold },
-      ...(options.tokenCounter ? { tokenCounter: options.tokenCounter } : {}),
-    });
-    const hook = middleware.beforeModel as unknown;
-    this.hook = (typeof hook === 'function' ? hook : (hook as { hook: Hook }).hook) as Hook;
-  }
-
-  /** Appends the call's messages, runs the hook; returns the prompt and whether it summarized. */
-  async beforeModel(added: GuardMessage[]): Promise<{ messages: GuardMessage[]; compacted: boolean }> {
-    this.state.push(...fromGuardMessages(added));
-    const update = await this.hook({ messages: this.state }, { context: {} });
-    let compacted = false;
-    if (update?.messages) {
-      this.state = update.messages.filter((m) => !RemoveMessage.isInstance(m));
-      compacted = true;
-    }
-    return { messages: [this.system, ...toGuardMessages(this.state)], compacted };
-  }
-
-  afterModel(reply: GuardMessage[]): void {
-    this.state.push(...fromGuardMessages(reply));
   }
 }

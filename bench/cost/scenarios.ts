@@ -3,31 +3,13 @@
 // fractions of the window in real tokens so that every window behaves alike, with the fake
 // provider of test/compaction/simulation.ts (real tokens = ratio × chars/4 + framing).
 import type { GuardMessage, ToolDefinition } from '../../src/index.ts';
-import { charsFor, prose, type ProviderModel } from '../../test/compaction/simulation.ts';
+import { charsFor, prose, SYSTEM, TOOLS, type ProviderModel } from '../../test/compaction/simulation.ts';
+
+export { SYSTEM, TOOLS };
 
 export type Shape = 'tool-heavy' | 'chat' | 'no-usage';
 export const SHAPES: readonly Shape[] = ['tool-heavy', 'chat', 'no-usage'];
 export const WINDOWS: readonly number[] = [4_000, 32_000, 128_000, 200_000, 1_000_000];
-
-export const SYSTEM = 'You are a coding agent. Work in the repository, use the tools, and report what you changed.';
-
-export const TOOLS: ToolDefinition[] = [
-  {
-    name: 'read_file',
-    description: 'Read a file of the repository.',
-    inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
-  },
-  {
-    name: 'bash',
-    description: 'Run a shell command and return its output.',
-    inputSchema: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] },
-  },
-  {
-    name: 'grep',
-    description: 'Search the repository for a pattern.',
-    inputSchema: { type: 'object', properties: { pattern: { type: 'string' } }, required: ['pattern'] },
-  },
-];
 
 /** One model call: what the host appends before it, and what the model answers (with the tool results). */
 export interface Call {

@@ -21,6 +21,7 @@ import { createContextGuard, type GuardMessage } from '../../src/index.ts';
 import { promptTokens } from '../survival.ts';
 import { sessionsFor, type Shape } from './session.ts';
 import { RecordingStore } from './store.ts';
+import { numberFlag } from '../args.ts';
 
 interface Item {
   id: string;
@@ -130,12 +131,6 @@ async function diagnose(window: number, shape: Shape, sessions: number, seed: nu
       history.push(call.response);
     }
   }
-}
-
-function numberFlag(args: string[], name: string, fallback: number): number {
-  const i = args.indexOf(name);
-  const v = i >= 0 ? Number(args[i + 1]) : Number.NaN;
-  return Number.isFinite(v) ? v : fallback;
 }
 
 async function main(): Promise<void> {

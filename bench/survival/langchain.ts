@@ -62,17 +62,26 @@ export function headingsModel(summary: string): FakeListChatModel {
 
 type Hook = (state: { messages: BaseMessage[] }, runtime: unknown) => Promise<{ messages: BaseMessage[] } | undefined>;
 
-/** A host that keeps LangChain agent state and runs the summarization hook before every call. */
+/**
+ * A host that keeps LangChain agent state and runs the summarization hook before every call, with
+ * LangChain's own token counter or `tokenCounter` (the cost bench's counter that counts like the provider).
+ */
 export class LangChainHost {
   private state: BaseMessage[] = [];
   private readonly system: GuardMessage;
   private readonly hook: Hook;
 
-  constructor(options: { system: GuardMessage; threshold: number; model: unknown }) {
+  constructor(options: {
+    system: GuardMessage;
+    threshold: number;
+    model: unknown;
+    tokenCounter?: (messages: BaseMessage[]) => number;
+  }) {
     this.system = options.system;
     const middleware = summarizationMiddleware({
       model: options.model as never,
       trigger: { tokens: options.threshold },
+      ...(options.tokenCounter ? { tokenCounter: options.tokenCounter } : {}),
     });
     const hook = middleware.beforeModel as unknown;
     this.hook = (typeof hook === 'function' ? hook : (hook as { hook: Hook }).hook) as Hook;
@@ -90,7 +99,8 @@ export class LangChainHost {
     return { messages: [this.system, ...toGuardMessages(this.state)], compacted };
   }
 
-  afterModel(response: GuardMessage): void {
-    this.state.push(...fromGuardMessages([response]));
+  /** Appends the model's answer: one message, or a step's messages. */
+  afterModel(reply: GuardMessage | GuardMessage[]): void {
+    this.state.push(...fromGuardMessages(Array.isArray(reply) ? reply : [reply]));
   }
 }

@@ -16,6 +16,7 @@
 // order numbers, other decisions), so that finding a fact by query is not trivial.
 import { thresholdFor } from '../../src/index.ts';
 import type { AssistantMessage, GuardMessage, ToolCallPart, ToolMessage, UserMessage } from '../../src/index.ts';
+import { prng } from '../random.ts';
 
 export type Shape = 'tool-heavy' | 'chat-heavy';
 export type FactKind = 'constraint' | 'path' | 'error' | 'id' | 'decision';
@@ -52,18 +53,6 @@ export interface Session {
   facts: Fact[];
   /** chars/4 of everything the session adds. */
   tokens: number;
-}
-
-/** mulberry32: small, fast, deterministic. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const WORDS = [

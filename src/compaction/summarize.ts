@@ -23,7 +23,7 @@ export type SummarizerFailure = SummarizerFailedEvent['reason'];
 
 /**
  * What the summarizer reads of the messages it replaces is bounded (`readTokens`, the
- * `summarizerInputTokens` option: by default 4 × what it may write). Its input is billed in full on
+ * `summarizerInputTokens` option: by default SUMMARIZER_READ_FACTOR × what it may write). Its input is billed in full on
  * every compaction (it is a request of its own, not a cached continuation of the prompt), while what
  * it cannot read is not lost: the originals are archived, and the guard itself keeps the user's
  * instruction sentences and the file list under the summary. Over the bound, the transcript is cut
@@ -31,6 +31,7 @@ export type SummarizerFailure = SummarizerFailedEvent['reason'];
  * words last, each tier cut evenly (the largest first) and in its middle, so that every message
  * keeps its start and end.
  */
+export const SUMMARIZER_READ_FACTOR = 4;
 /**
  * Fewest characters the bound leaves of a message or tool output: enough to say what it was; less
  * (down to MIN_READ_FLOOR_CHARS) when the messages are so many that these would not fit it twice.
@@ -430,7 +431,7 @@ async function summarizeRaw(req: SummarizeRequest, override?: string): Promise<S
   // The instructions and the summary so far already fill the summarizer's window (a tiny window
   // at a high token ratio): calling it would overflow it.
   if (budgetChars < MIN_CHUNK_CHARS) return fallBack('no-room', req.messages);
-  const readChars = (req.readTokens ?? 4 * req.maxSummaryTokens) / req.tokensPerChar;
+  const readChars = (req.readTokens ?? SUMMARIZER_READ_FACTOR * req.maxSummaryTokens) / req.tokensPerChar;
   let chunks = chunk(boundTranscript(req.messages, readChars), budgetChars);
   const stated = Math.max(64, Math.floor(req.maxSummaryTokens * STATED_BUDGET_SHARE));
   for (let i = 0; i < chunks.length; i++) {

@@ -16,6 +16,8 @@ import {
   prose,
   runSimulation,
   summarizerCallsReported,
+  SYSTEM,
+  TOOLS,
   type Scenario,
   type SimulationReport,
   type Step,
@@ -23,26 +25,6 @@ import {
 } from './simulation.ts';
 
 const WINDOWS = [4_000, 8_000, 128_000, 200_000, 1_000_000] as const;
-
-const SYSTEM = 'You are a coding agent. Work in the repository, use the tools, and report what you changed.';
-
-const TOOLS: ToolDefinition[] = [
-  {
-    name: 'read_file',
-    description: 'Read a file of the repository.',
-    inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
-  },
-  {
-    name: 'bash',
-    description: 'Run a shell command and return its output.',
-    inputSchema: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] },
-  },
-  {
-    name: 'grep',
-    description: 'Search the repository for a pattern.',
-    inputSchema: { type: 'object', properties: { pattern: { type: 'string' } }, required: ['pattern'] },
-  },
-];
 
 /** `fraction` of the window, in real tokens, as text for a provider of this ratio. */
 const sized = (window: number, ratio: number) => (label: string, fraction: number) =>

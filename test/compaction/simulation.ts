@@ -655,3 +655,24 @@ export function describeRun(report: SimulationReport): string {
     `${report.summarizerCalls.length} summarizer calls, max real ${maxReal} / ${report.scenario.contextWindow}, ${Math.round(report.durationMs)} ms`
   );
 }
+
+/** The coding agent's system prompt and tools, shared by the simulation tests and the cost bench. */
+export const SYSTEM = 'You are a coding agent. Work in the repository, use the tools, and report what you changed.';
+
+export const TOOLS: ToolDefinition[] = [
+  {
+    name: 'read_file',
+    description: 'Read a file of the repository.',
+    inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+  },
+  {
+    name: 'bash',
+    description: 'Run a shell command and return its output.',
+    inputSchema: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] },
+  },
+  {
+    name: 'grep',
+    description: 'Search the repository for a pattern.',
+    inputSchema: { type: 'object', properties: { pattern: { type: 'string' } }, required: ['pattern'] },
+  },
+];
