@@ -1,10 +1,13 @@
 // A fast, non-cryptographic fingerprint of a message (32 bits), computed once per new message.
 // Combined over a prompt it tells whether a later prompt starts with the same history, so it sees
 // every text character; binary data is sampled (length and first characters) because hashing
-// megabytes of base64 would cost more than the estimate itself. Short strings (keys, ids) are hashed
-// character by character (FNV-1a); long ones (the text of a file read, a tool output) through their
-// UTF-8 bytes, four bytes at a time in four independent lanes: a new message of a few thousand
-// characters costs about a microsecond, a quarter of a character loop.
+// megabytes of base64 would cost more than the estimate itself. A message is hashed field by
+// field, the fields that carry its content (the ones the guard compares messages by, see
+// MessageKeys in prompt-measure.ts) in a fixed order, each behind a tag no character can stand
+// for; only values of unknown shape (tool inputs, unknown parts) are walked key by key. Short
+// strings (ids, names) are hashed character by character (FNV-1a); long ones (the text of a file
+// read, a tool output) through their UTF-8 bytes, four bytes at a time in four independent lanes.
+// A new message of a few thousand characters costs about a microsecond.
 import type { GuardMessage } from '../messages.ts';
 
 const FNV_OFFSET = 0x811c9dc5;
@@ -147,16 +150,105 @@ function hashValue(h: number, value: unknown, key: string | undefined, ancestors
 }
 
 /** The path of objects of the message being hashed, reused from one message to the next. */
-const path: object[] = [];
+let path: object[] = [];
 let hashing = false;
 
+// Tags mixed in before each field: above the UTF-16 range, so that no character hashed stands for
+// one, and a text moved from one field to another changes the hash.
+const MESSAGE = 0x1_0000;
+const ROLE = 0x1_0001;
+const OPTIONS = 0x1_0002;
+const CONTENT = 0x1_0003;
+const PARTS = 0x1_0004;
+const PARTS_END = 0x1_0005;
+const PART = 0x1_0006;
+const TEXT = 0x1_0007;
+const CALL_ID = 0x1_0008;
+const TOOL_NAME = 0x1_0009;
+const INPUT = 0x1_000a;
+const OUTPUT = 0x1_000b;
+const OUTPUT_TYPE = 0x1_000c;
+const OUTPUT_VALUE = 0x1_000d;
+const OUTPUT_REASON = 0x1_000e;
+const DATA = 0x1_000f;
+const MEDIA_TYPE = 0x1_0010;
+const FILENAME = 0x1_0011;
+const OTHER = 0x1_0012;
+/** Mixed in after a field's tag when its value is not a string (then walked as a value). */
+const VALUE = 0x1_0013;
+
+type Fields = Record<string, unknown>;
+
+/** One field: its tag, then its text, or its value walked (binary data and long data strings sampled). */
+function field(h: number, tag: number, value: unknown, data = false): number {
+  if (typeof value === 'string' && !(data && value.length > DATA_SAMPLE)) return hashString(mix(h, tag), value);
+  return hashValue(mix(mix(h, tag), VALUE), value, data ? 'data' : undefined, path);
+}
+
+/** Options are hashed when set: a part without them and one with them undefined are the same. */
+const withOptions = (h: number, options: unknown): number => (options === undefined ? h : field(h, OPTIONS, options));
+
+function hashPart(h: number, part: unknown): number {
+  if (typeof part !== 'object' || part === null) return field(h, OTHER, part);
+  const p = part as Fields;
+  const type = p['type'];
+  switch (type) {
+    case 'text':
+    case 'reasoning':
+      return field(withOptions(field(h, PART, type), p['providerOptions']), TEXT, p['text']);
+    case 'tool-call':
+      h = withOptions(field(h, PART, type), p['providerOptions']);
+      h = field(field(h, CALL_ID, p['toolCallId']), TOOL_NAME, p['toolName']);
+      return field(h, INPUT, p['input']);
+    case 'tool-result': {
+      h = withOptions(field(h, PART, type), p['providerOptions']);
+      h = field(field(h, CALL_ID, p['toolCallId']), TOOL_NAME, p['toolName']);
+      const output = p['output'];
+      if (typeof output !== 'object' || output === null || Array.isArray(output)) return field(h, OUTPUT, output);
+      const o = output as Fields;
+      h = field(field(h, OUTPUT_TYPE, o['type']), OUTPUT_VALUE, o['value']);
+      if (o['reason'] !== undefined) h = field(h, OUTPUT_REASON, o['reason']);
+      return withOptions(h, o['providerOptions']);
+    }
+    case 'image':
+      h = withOptions(field(h, PART, type), p['providerOptions']);
+      return field(field(h, DATA, p['image'], true), MEDIA_TYPE, p['mediaType']);
+    case 'file':
+      h = withOptions(field(h, PART, type), p['providerOptions']);
+      h = field(field(h, DATA, p['data'], true), MEDIA_TYPE, p['mediaType']);
+      return field(h, FILENAME, p['filename']);
+    default:
+      // A part of unknown shape: every key of it.
+      return field(h, OTHER, part);
+  }
+}
+
+function hashFields(message: GuardMessage): number {
+  if (typeof message !== 'object' || message === null) return field(FNV_OFFSET, OTHER, message);
+  const m = message as unknown as Fields;
+  let h = withOptions(field(mix(FNV_OFFSET, MESSAGE), ROLE, m['role']), m['providerOptions']);
+  const content = m['content'];
+  if (!Array.isArray(content)) return field(h, CONTENT, content);
+  h = mix(h, PARTS);
+  for (let i = 0; i < content.length; i++) h = hashPart(h, content[i]);
+  return mix(h, PARTS_END);
+}
+
 export function hashMessage(message: GuardMessage): number {
-  // A getter that hashes a message while one is hashed (never in practice) gets its own path.
-  if (hashing) return hashValue(FNV_OFFSET, message, undefined, []) >>> 0;
+  if (hashing) {
+    // A getter that hashes a message while one is hashed (never in practice): a path of its own.
+    const outer = path;
+    path = [];
+    try {
+      return hashFields(message) >>> 0;
+    } finally {
+      path = outer;
+    }
+  }
   hashing = true;
   try {
     path.length = 0; // a getter that threw may have left the last message's path behind
-    return hashValue(FNV_OFFSET, message, undefined, path) >>> 0;
+    return hashFields(message) >>> 0;
   } finally {
     hashing = false;
   }

@@ -102,6 +102,10 @@ interface SessionCache {
   cumHash: number[];
   tools: readonly ToolDefinition[] | undefined;
   toolChars: number;
+  /** Entries below this index are in the measurer's per-object cache (see PromptMeasurer.publish). */
+  published: number;
+  /** Whether the cache waits in the measurer's list of caches with entries to publish. */
+  queued: boolean;
 }
 
 /** A measured prompt, with what the estimator needs to compare it with an earlier one. */
@@ -390,7 +394,15 @@ export class MessageKeys {
 
 export class PromptMeasurer {
   private readonly sessions: RecentMap<string, SessionCache>;
+  /**
+   * Measures by message object, across sessions and keys: where a message measured before is found
+   * at another position (kept after a compaction, in a candidate prompt). Filled lazily: a measure
+   * that only grew its cache queues the new entries, and they are inserted when a measure first
+   * needs to look messages up (its prefix changed). The common call, which only adds messages,
+   * neither reads nor writes this table.
+   */
   private readonly byObject = new WeakMap<object, Entry>();
+  private readonly unpublished: SessionCache[] = [];
   private readonly toolCache = new WeakMap<object, { key: string; chars: number }>();
   constructor(maxSessions: number) {
     this.sessions = new RecentMap(maxSessions);
@@ -446,6 +458,8 @@ export class PromptMeasurer {
         cumHash: [],
         tools: undefined,
         toolChars: 0,
+        published: 0,
+        queued: false,
       };
     }
     const { entries, seen, cumChars, cumMedia, cumHash } = cache;
@@ -465,14 +479,19 @@ export class PromptMeasurer {
       }
       same++;
     }
+    // Messages after a changed prefix, or in a new cache, may have been measured elsewhere: looked
+    // up. Messages that only extend the last measure are new to the host.
+    const lookUp = same < entries.length || entries.length === 0;
+    if (lookUp && n > same) this.publish();
     entries.length = seen.length = cumChars.length = cumMedia.length = cumHash.length = same;
+    if (cache.published > same) cache.published = same;
 
     let chars = same > 0 ? (cumChars[same - 1] as number) : 0;
     let media = same > 0 ? (cumMedia[same - 1] as number) : 0;
     let hash = same > 0 ? (cumHash[same - 1] as number) : PREFIX_HASH_SEED;
     for (let i = same; i < n; i++) {
       const message = messages[i] as GuardMessage;
-      const known = typeof message === 'object' && message !== null ? this.byObject.get(message) : undefined;
+      const known = lookUp && typeof message === 'object' && message !== null ? this.byObject.get(message) : undefined;
       const entry = known && known.kind === kind ? known : this.measureOne(message, provider, text, kind);
       chars += entry.chars;
       media += entry.mediaTokens;
@@ -484,6 +503,7 @@ export class PromptMeasurer {
       cumHash.push(hash);
     }
     cache.source = canonical ? messages : undefined;
+    if (cache.published < n && !cache.queued) this.queue(cache);
 
     if (cache.tools !== tools) {
       cache.tools = tools;
@@ -518,9 +538,35 @@ export class PromptMeasurer {
 
   private measureOne(message: GuardMessage, provider: MediaProvider, text: TextMeasure, kind: string): Entry {
     const { chars, mediaTokens } = measureMessage(message, provider, text.length);
-    const entry: Entry = { message, kind, chars, mediaTokens, hash: hashMessage(message) };
-    if (typeof message === 'object' && message !== null) this.byObject.set(message, entry);
-    return entry;
+    return { message, kind, chars, mediaTokens, hash: hashMessage(message) };
+  }
+
+  /**
+   * Queues a cache whose newest entries are not in the per-object table yet. The queue is bounded:
+   * past MAX_QUEUED caches it is published at once, so caches of sessions evicted since are not
+   * held for long.
+   */
+  private queue(cache: SessionCache): void {
+    cache.queued = true;
+    this.unpublished.push(cache);
+    if (this.unpublished.length > MAX_QUEUED) this.publish();
+  }
+
+  /** Inserts the queued entries into the per-object table: each entry once, whenever it comes. */
+  private publish(): void {
+    const queued = this.unpublished;
+    for (let q = 0; q < queued.length; q++) {
+      const cache = queued[q] as SessionCache;
+      const { entries } = cache;
+      for (let i = cache.published; i < entries.length; i++) {
+        const entry = entries[i] as Entry;
+        const message = entry.message;
+        if (typeof message === 'object' && message !== null) this.byObject.set(message, entry);
+      }
+      cache.published = entries.length;
+      cache.queued = false;
+    }
+    queued.length = 0;
   }
 
   private measureTools(tools: readonly ToolDefinition[] | undefined, text: TextMeasure): number {
@@ -541,6 +587,9 @@ export class PromptMeasurer {
 }
 
 const PREFIX_HASH_SEED = 0x811c9dc5;
+
+/** Caches waiting with entries to publish before the queue is published whatever comes. */
+const MAX_QUEUED = 64;
 
 /** Order-sensitive combination of message hashes into a prefix hash. */
 function combineHash(prefix: number, message: number): number {

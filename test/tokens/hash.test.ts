@@ -1,7 +1,8 @@
 // The message hash sees every character of a text (long texts through their UTF-8 bytes, in four
-// lanes), and the text hash keeps its FNV-1a values, which are stored with the guard's own messages.
+// lanes) and every field messages are compared by, and the text hash keeps its FNV-1a values, which
+// are stored with the guard's own messages.
 import { describe, expect, it } from 'vitest';
-import type { GuardMessage } from '../../src/index.ts';
+import type { GuardMessage, ToolResultPart } from '../../src/index.ts';
 import { hashMessage, hashText } from '../../src/tokens/hash.ts';
 
 const tool = (value: string): GuardMessage => ({
@@ -72,5 +73,81 @@ describe('hashMessage', () => {
       ],
     };
     expect(hashMessage(a)).not.toBe(hashMessage(b));
+  });
+
+  it('tells a text from the same characters split differently between two fields', () => {
+    const call = (toolCallId: string, toolName: string): GuardMessage => ({
+      role: 'assistant',
+      content: [{ type: 'tool-call', toolCallId, toolName, input: {} }],
+    });
+    expect(hashMessage(call('ab', 'c'))).not.toBe(hashMessage(call('a', 'bc')));
+    expect(hashMessage(call('a', 'b'))).not.toBe(hashMessage(call('b', 'a')));
+  });
+
+  it('tells a string from a value that prints the same', () => {
+    const call = (input: unknown): GuardMessage => ({
+      role: 'assistant',
+      content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 't', input }],
+    });
+    expect(hashMessage(call('{"a":1}'))).not.toBe(hashMessage(call({ a: 1 })));
+    expect(hashMessage(call('1'))).not.toBe(hashMessage(call(1)));
+    expect(hashMessage(call(undefined))).not.toBe(hashMessage(call('undefined')));
+  });
+
+  it('changes with every field messages are compared by, options included', () => {
+    const part: ToolResultPart = {
+      type: 'tool-result',
+      toolCallId: 'c1',
+      toolName: 'read_file',
+      output: { type: 'text', value: long },
+    };
+    const h = hashMessage({ role: 'tool', content: [part] });
+    expect(hashMessage(tool(long))).toBe(h);
+    const variants: GuardMessage[] = [
+      { role: 'tool', content: [part], providerOptions: { anthropic: { cacheControl: { type: 'ephemeral' } } } },
+      { role: 'tool', content: [{ ...part, toolCallId: 'c2' }] },
+      { role: 'tool', content: [{ ...part, toolName: 'write_file' }] },
+      { role: 'tool', content: [{ ...part, output: { type: 'error-text', value: long } }] },
+      { role: 'tool', content: [{ ...part, providerOptions: { x: { y: 1 } } }] },
+      { role: 'tool', content: [part, part] },
+      { role: 'user', content: long },
+    ];
+    for (const v of variants) expect(hashMessage(v)).not.toBe(h);
+    const image = (mediaType: string): GuardMessage => ({
+      role: 'user',
+      content: [{ type: 'image', image: 'aGk=', mediaType }],
+    });
+    expect(hashMessage(image('image/png'))).not.toBe(hashMessage(image('image/jpeg')));
+    const file = (filename: string): GuardMessage => ({
+      role: 'user',
+      content: [{ type: 'file', data: 'aGk=', mediaType: 'text/plain', filename }],
+    });
+    expect(hashMessage(file('a.txt'))).not.toBe(hashMessage(file('b.txt')));
+  });
+
+  it('ignores fields the guard does not compare messages by, and walks parts of unknown types whole', () => {
+    const part = { type: 'text' as const, text: long };
+    const h = hashMessage({ role: 'assistant', content: [part] });
+    // An unknown field on a known part: the same message for the guard (see sameMessage).
+    expect(hashMessage({ role: 'assistant', content: [{ ...part, id: 'msg_1' } as typeof part] })).toBe(h);
+    const unknown = (value: string): GuardMessage => ({
+      role: 'assistant',
+      content: [{ type: 'citation', source: { url: value } } as unknown as typeof part],
+    });
+    expect(hashMessage(unknown('https://a.example'))).not.toBe(hashMessage(unknown('https://b.example')));
+  });
+
+  it('gives a message the same hash when a getter hashes another one meanwhile', () => {
+    const plain = tool(long);
+    let inner = 0;
+    const sneaky = {
+      role: 'tool',
+      get content() {
+        inner = hashMessage(tool(long.slice(1)));
+        return plain.content;
+      },
+    } as unknown as GuardMessage;
+    expect(hashMessage(sneaky)).toBe(hashMessage(plain));
+    expect(inner).toBe(hashMessage(tool(long.slice(1))));
   });
 });

@@ -90,6 +90,46 @@ describe('PromptMeasurer', () => {
     expect(reads.n).toBe(0);
   });
 
+  it('finds messages measured under another key (a prompt measured apart) or another session', () => {
+    const m = new PromptMeasurer(100);
+    const reads = { n: 0 };
+    const messages = history(10).map((msg) => watched(msg, reads));
+    m.measure('s', messages, undefined, 'generic', CHARACTER_MEASURE);
+    // Past the bound of caches waiting to be published: the queue is published on the way.
+    for (let i = 0; i < 70; i++) m.measure(`other-${i}`, [user(`hello ${i}`)], undefined, 'generic', CHARACTER_MEASURE);
+    m.measure('s', [...messages, user('next')], undefined, 'generic', CHARACTER_MEASURE);
+    reads.n = 0;
+    m.measure('s\u0000apart', messages.slice(3), undefined, 'generic', CHARACTER_MEASURE);
+    m.measure('t', [user('summary'), ...messages.slice(5)], undefined, 'generic', CHARACTER_MEASURE);
+    expect(reads.n).toBe(0);
+  });
+
+  it('leaves the per-object table alone while the history only grows', () => {
+    const m = new PromptMeasurer(10);
+    const table = (m as unknown as { byObject: WeakMap<object, unknown> }).byObject;
+    const calls = { set: 0, get: 0 };
+    const { set, get } = table;
+    table.set = function (this: WeakMap<object, unknown>, key, value) {
+      calls.set++;
+      return set.call(this, key, value);
+    };
+    table.get = function (this: WeakMap<object, unknown>, key) {
+      calls.get++;
+      return get.call(this, key);
+    };
+    let messages = history(5);
+    m.measure('s', messages, undefined, 'generic', CHARACTER_MEASURE);
+    const first = { ...calls };
+    for (let i = 0; i < 20; i++) {
+      messages = [...messages, user(`more ${i}`)];
+      m.measure('s', messages, undefined, 'generic', CHARACTER_MEASURE);
+    }
+    expect(calls).toEqual(first);
+    // The first lookup publishes every entry measured since, once.
+    m.measure('s', [user('summary'), ...messages.slice(4)], undefined, 'generic', CHARACTER_MEASURE);
+    expect(calls.set - first.set).toBe(messages.length);
+  });
+
   it('bounds the sessions it caches', () => {
     const m = new PromptMeasurer(2);
     for (const id of ['a', 'b', 'c']) m.measure(id, [user(id)], undefined, 'generic', CHARACTER_MEASURE);
