@@ -483,7 +483,9 @@ export class PromptMeasurer {
     // up. Messages that only extend the last measure are new to the host.
     const lookUp = same < entries.length || entries.length === 0;
     if (lookUp && n > same) this.publish();
-    entries.length = seen.length = cumChars.length = cumMedia.length = cumHash.length = same;
+    // Cut only when something is cut: assigning an array's length, even its own, is a runtime call.
+    if (entries.length !== same)
+      entries.length = seen.length = cumChars.length = cumMedia.length = cumHash.length = same;
     if (cache.published > same) cache.published = same;
 
     let chars = same > 0 ? (cumChars[same - 1] as number) : 0;
