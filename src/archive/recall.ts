@@ -267,6 +267,8 @@ function around(text: string, terms: ReadonlyArray<{ term: string; weight: numbe
   let score = 0;
   let best = -1;
   let bestAt = 0;
+  /** Where the last match of the best stretch ends. */
+  let bestEnd = 0;
   for (let lo = 0, hi = 0; lo < hits.length; lo++) {
     while (hi < hits.length && (hits[hi] as { at: number }).at < (hits[lo] as { at: number }).at + span) {
       const k = (hits[hi] as { k: number }).k;
@@ -277,14 +279,18 @@ function around(text: string, terms: ReadonlyArray<{ term: string; weight: numbe
     if (score > best) {
       best = score;
       bestAt = (hits[lo] as { at: number }).at;
+      const last = hits[hi - 1] as { at: number; k: number };
+      bestEnd = last.at + (terms[last.k] as { term: string }).term.length;
     }
     const k = (hits[lo] as { k: number }).k;
     count[k] = (count[k] ?? 1) - 1;
     if (count[k] === 0) score -= (terms[k] as { weight: number }).weight;
   }
-  if (bestAt + span <= max && text.length > max) return windowAt(text, 0, max);
-  // The stretch with a sixth of the room before it: what led to it, and what follows.
-  return windowAt(text, Math.max(0, Math.min(bestAt - Math.floor(max / 6), text.length - max)), max);
+  // What follows a match is what it says (a term starts its sentence): a sixth of the room after the
+  // stretch's last match, as after a stretch read from a sixth of the room before it.
+  const after = Math.floor(max / 6);
+  if (bestEnd + after <= max && text.length > max) return windowAt(text, 0, max);
+  return windowAt(text, Math.max(0, Math.min(bestAt - after, text.length - max)), max);
 }
 
 /** `max` characters of `text` from `start`, with markers saying how much is before and after (and how to read on). */

@@ -178,6 +178,27 @@ describe('recall', () => {
     expect(bounded.reduce((n, i) => n + i.text.length, 0)).toBeLessThanOrEqual(0.4 * WINDOW + 50 * 80);
   });
 
+  it('cuts a long item with room after its last match: the sentence holding it is returned whole', async () => {
+    const { guard } = setup();
+    const fact = 'Decided to keep the retry loop in tenant_b638 rather than the queue, because the queue drops jobs';
+    // A common query word early, the fact near the end of the room a cut from the start would give.
+    const output = `${filler('log', 350)} We should check how the scheduler batches the retry attempts. ${filler(
+      'more',
+      680,
+    )}\n${fact}\n${filler('tail', 3_000)}`;
+    const messages = session(8);
+    messages.splice(2, 0, ...toolStep('notes', { path: 'NOTES.md' }, output));
+    await guard.beforeModel({ sessionId: 's', messages });
+    const [item] = await guard.recall('s', {
+      query: 'why the retry loop stays in tenant_b638',
+      limit: 1,
+      maxChars: 1_200,
+    });
+    expect(item?.toolCallId).toBe('notes');
+    expect(item?.truncated).toBe(true);
+    expect(item?.text).toContain(fact);
+  });
+
   it('answers [] and never throws for an unknown session, no query, or bad options', async () => {
     const { guard, ev } = setup();
     expect(await guard.recall('nobody', { query: 'x' })).toEqual([]);
