@@ -22,7 +22,7 @@ import type { ContextGuardEvent, ErrorEvent } from './events.ts';
 import type { GuardMessage } from './messages.ts';
 import { isContextLengthError, promptTokensFromError } from './overflow.ts';
 import { needsCompaction, PairingProgress, prepare } from './prepare.ts';
-import { recordCall, recordUsage, reportEstimate } from './record.ts';
+import { recordCall, recordUsage, reportEstimate, STALE_VIEW_ERROR } from './record.ts';
 import { CheckedInputs, failClosed } from './safety.ts';
 import { SessionRepository } from './state/repository.ts';
 import type { SessionState, SessionStatus } from './state/session.ts';
@@ -30,13 +30,6 @@ import type { StateStore } from './state/store.ts';
 import { PromptMeasurer } from './tokens/prompt-measure.ts';
 
 export type * from './api.ts';
-
-/**
- * A real count this far from the estimate (relative) makes the next call compare the whole history
- * (see CheckedInputs): several times the calibrated estimate's usual error (p95 about 1%, see
- * BENCHMARKS.md), so that only a view gone stale, not the calibration's noise, triggers it.
- */
-const STALE_VIEW_ERROR = 0.03;
 
 const DONE: Promise<void> = Promise.resolve();
 
@@ -159,7 +152,8 @@ class Guard implements ContextGuard {
   private counted(sessionId: string, error: number | undefined): undefined {
     // The provider counted the prompt as sent, the host's current messages: an estimate this far
     // off may come from an old message edited in place that the amortized input check has not
-    // compared yet. The next call compares them all.
+    // compared yet. The next call compares them all: in this process at once, from its input
+    // check; in another one (a shared store) from the state's mark (see beforeModelLocked).
     if (error !== undefined && Math.abs(error) > STALE_VIEW_ERROR) this.checkedInputs.checkFullNext(sessionId);
     return undefined;
   }
@@ -254,6 +248,8 @@ class Guard implements ContextGuard {
     if (!call) return undefined;
     started.call = call;
     // Set: runNow runs this only with the default in-memory store, whose commit is synchronous too.
+    // (That store is this process's own: a stale view a real count marked was compared whole by
+    // this call's input check already, from the process's own mark.)
     const state = this.sessions.loadNow(call.sessionId) as SessionState;
     const p = prepare(call, state, this.options.calibration, this.pairing);
     if (needsCompaction(call, state, p)) return undefined;
@@ -276,8 +272,9 @@ class Guard implements ContextGuard {
     let call = made instanceof Promise ? await made : made;
     let state = this.sessions.loadNow(call.sessionId) ?? (await this.sessions.load(call.sessionId));
     let p = prepare(call, state, this.options.calibration, this.pairing);
-    if (needsCompaction(call, state, p)) {
-      // A compaction decides on the whole history: what the input check took on trust is compared
+    if (state.historyStale === true || needsCompaction(call, state, p)) {
+      // A compaction decides on the whole history, and a real count far off the estimate, recorded
+      // by any process, says the view may be stale: what the input check took on trust is compared
       // first, and a difference found means a new estimate before deciding.
       const verified = this.checkedInputs.verify(call.sessionId, raw);
       if (verified) {

@@ -14,6 +14,14 @@ import type { CompactionResult } from './compaction/types.ts';
 import { recordRealCount, resetCalibration } from './tokens/calibration.ts';
 import { judgeUsage, usageShapeProblem } from './usage.ts';
 
+/**
+ * A real count this far from the estimate (relative) marks the session's view of its history as
+ * possibly stale (SessionState.historyStale): several times the calibrated estimate's usual error
+ * (p95 about 1%, see BENCHMARKS.md), so that only a view gone stale, not the calibration's noise,
+ * triggers a comparison of the whole history.
+ */
+export const STALE_VIEW_ERROR = 0.03;
+
 /** What the recording needs of the guard. */
 export interface RecordContext {
   options: ResolvedOptions;
@@ -79,6 +87,8 @@ export function recordCall(
     if (memo) next.memo = memo;
     else if ('memo' in next) delete next.memo;
     if ('compactRequest' in next && (!current.compactRequest || attempted)) delete next.compactRequest;
+    // This call compared the whole history when a real count asked for it (guard.ts).
+    if ('historyStale' in next) delete next.historyStale;
     const { pace, costs } = paceAndCosts(current, tokens, outcome?.result, ctx.options.cost);
     next.pace = pace;
     next.costs = costs;
@@ -221,6 +231,9 @@ function usageOn(
     );
     // Fields set on the copy, not spread from objects built for the purpose (a slower copy, every call).
     const next: SessionState = { ...current, usageRecorded: current.usageRecorded + 1, calibration };
+    // Far off: the guard's view of the history may be stale (see SessionState.historyStale). Stored,
+    // so that the next call compares everything whichever process it lands on.
+    if (Math.abs(recorded.estimatedTokens - inputTokens) > STALE_VIEW_ERROR * inputTokens) next.historyStale = true;
     const status = current.status;
     if (status) next.status = { ...status, tokens, source: 'provider', fraction: tokens / status.contextWindow };
     return next;

@@ -6,7 +6,13 @@
 // receives the host's current messages. `historyCheck: 'full'` finds it at once.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createContextGuard, type ContextGuardOptions, type GuardMessage } from '../src/index.ts';
+import {
+  createContextGuard,
+  MemoryStore,
+  type ContextGuardOptions,
+  type GuardMessage,
+  type SessionState,
+} from '../src/index.ts';
 import {
   BOUNDARY_MESSAGES,
   CheckedInputs,
@@ -203,6 +209,34 @@ describe('historyCheck: amortized', () => {
       sent = send(host, messages);
       await guard.beforeModel({ sessionId: 's', messages: sent });
       expect(seen.heuristic).toBe(await freshHeuristic(sent));
+    });
+
+    it(`compares everything after a real count off the estimate recorded by another process (${host})`, async () => {
+      // Two processes sharing a store: the real count lands on the one that did not send the prompt.
+      const store = new MemoryStore<SessionState>();
+      const a = guarded({ store });
+      const b = guarded({ store });
+      let messages = history(150);
+      for (let call = 0; call < 3; call++) {
+        messages = [...messages, ...history(1, 1_000 + call)];
+        await a.guard.beforeModel({ sessionId: 's', messages: send(host, messages) });
+        await a.guard.afterModel({ sessionId: 's', usage: { inputTokens: Math.round(a.seen.heuristic * 1.2) } });
+      }
+      const index = oldToolIndex(messages, messages.length - BOUNDARY_MESSAGES - 40);
+      messages = edited(messages, index, 'grown in place '.repeat(3_000));
+      messages = [...messages, ...history(1, 2_000)];
+      let sent = send(host, messages);
+      await a.guard.beforeModel({ sessionId: 's', messages: sent });
+      const truth = await freshHeuristic(sent);
+      expect(a.seen.heuristic).toBeLessThan(truth); // not yet found by process a
+      await b.guard.afterModel({ sessionId: 's', usage: { inputTokens: Math.round(truth * 1.2) } });
+      expect((await store.get('s'))?.historyStale).toBe(true);
+      messages = [...messages, ...history(1, 2_001)];
+      sent = send(host, messages);
+      await a.guard.beforeModel({ sessionId: 's', messages: sent });
+      expect(a.seen.heuristic).toBe(await freshHeuristic(sent));
+      // The mark is cleared by the call that compared everything.
+      expect((await store.get('s'))?.historyStale).toBeUndefined();
     });
 
     it(`compares everything when the history got shorter (${host})`, async () => {

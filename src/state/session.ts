@@ -112,6 +112,12 @@ export interface SessionState {
   memo?: CompactionMemo;
   /** Set by guard.compact(): the next beforeModel compacts even under the threshold. */
   compactRequest?: { focus?: string };
+  /**
+   * Set by a real count further from its estimate than STALE_VIEW_ERROR (in record.ts): the next
+   * beforeModel, in whichever process it runs, compares the whole history with what its input check
+   * took on trust (an old message edited in place shows there first). Cleared by that call.
+   */
+  historyStale?: true;
 }
 
 export function emptySessionState(): SessionState {
