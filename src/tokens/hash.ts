@@ -93,8 +93,15 @@ function hashString(h: number, s: string): number {
   // UTF-8 has no lone surrogates: a string with one (rare) is hashed by its UTF-16 units instead.
   if (s.length < LONG_STRING || !isWellFormed(s)) return hashChars(h, s);
   if (s.length <= CHUNK) return hashChunk(h, s);
-  // A pair split by a chunk boundary is encoded as two replacement characters, always the same way.
-  for (let from = 0; from < s.length; from += CHUNK) h = hashChunk(h, s.slice(from, from + CHUNK));
+  for (let from = 0; from < s.length; ) {
+    let to = Math.min(s.length, from + CHUNK);
+    // Never between the two halves of a pair: each half alone would encode as the same replacement
+    // character, and the pair's character would go unseen.
+    const last = s.charCodeAt(to - 1);
+    if (to < s.length && last >= 0xd800 && last <= 0xdbff) to--;
+    h = hashChunk(h, s.slice(from, to));
+    from = to;
+  }
   return h;
 }
 
@@ -104,49 +111,68 @@ const MAX_DEPTH = 64;
 /** One FNV-1a step: what hashChars does with a one-character string. */
 const mix = (h: number, code: number): number => Math.imul(h ^ code, FNV_PRIME);
 
+// Tags of a walked value, above the UTF-16 range: each value is framed by its type and an end, so
+// that no two values hash as the same stream (strings split differently, a key and a value, `null`
+// and "null", `[]` and "[]").
+const V_STRING = 0x1_0100;
+const V_PRIMITIVE = 0x1_0101;
+const V_END = 0x1_0102;
+const V_ARRAY = 0x1_0103;
+const V_OBJECT = 0x1_0104;
+const V_KEY = 0x1_0105;
+const V_SAMPLED = 0x1_0106;
+const V_OTHER = 0x1_0107;
+
+/** A string framed by a tag and an end. */
+const framed = (h: number, tag: number, s: string): number => mix(hashString(mix(h, tag), s), V_END);
+
 /**
+ * A value of unknown shape, walked key by key. `media`: the value is the data of an image or file
+ * (a base64 string, bytes, a URL), of which only the length and first characters are hashed.
  * `ancestors` holds the objects on the path from the root: a value that contains itself (a cyclic
  * tool input) hashes the back-reference as a marker instead of recursing forever.
  */
-function hashValue(h: number, value: unknown, key: string | undefined, ancestors: object[]): number {
+function hashValue(h: number, value: unknown, media: boolean, ancestors: object[]): number {
   if (typeof value === 'string') {
-    const isData = key === 'data' || key === 'image';
-    return isData && value.length > DATA_SAMPLE
-      ? hashString(hashString(h, String(value.length)), value.slice(0, DATA_SAMPLE))
-      : hashString(h, value);
+    return media && value.length > DATA_SAMPLE
+      ? framed(framed(h, V_SAMPLED, String(value.length)), V_STRING, value.slice(0, DATA_SAMPLE))
+      : framed(h, V_STRING, value);
   }
   if (typeof value !== 'object' || value === null) {
-    const printed = typeof value === 'number' || typeof value === 'boolean' || value === null || value === undefined;
-    return printed ? hashString(h, String(value)) : h;
+    // Functions and symbols are left out of JSON, and so out of the hash. The type is hashed with
+    // the value: 1, 1n and true are told apart.
+    return typeof value === 'function' || typeof value === 'symbol'
+      ? h
+      : framed(h, V_PRIMITIVE, `${typeof value}:${String(value)}`);
   }
   const isArray = Array.isArray(value);
   // Plain objects and arrays (nearly every value) are none of the binary or URL types.
   if (!isArray && Object.getPrototypeOf(value) !== Object.prototype) {
     if (value instanceof Uint8Array)
-      return hashString(h, `bytes:${value.byteLength}:${value.subarray(0, DATA_SAMPLE).join(',')}`);
-    if (value instanceof ArrayBuffer) return hashValue(h, new Uint8Array(value), key, ancestors);
-    if (value instanceof URL) return hashString(h, value.href);
+      return framed(h, V_OTHER, `bytes:${value.byteLength}:${value.subarray(0, DATA_SAMPLE).join(',')}`);
+    if (value instanceof ArrayBuffer) return hashValue(h, new Uint8Array(value), media, ancestors);
+    if (value instanceof URL) return framed(h, V_OTHER, `url:${value.href}`);
   }
-  if (ancestors.includes(value)) return hashString(h, `<cycle:${ancestors.length - ancestors.indexOf(value)}>`);
-  if (ancestors.length >= MAX_DEPTH) return hashString(h, '<deep>');
+  if (ancestors.includes(value)) return framed(h, V_OTHER, `<cycle:${ancestors.length - ancestors.indexOf(value)}>`);
+  if (ancestors.length >= MAX_DEPTH) return framed(h, V_OTHER, '<deep>');
   ancestors.push(value);
   if (isArray) {
-    h = mix(h, 0x5b); // [
+    h = mix(h, V_ARRAY);
     // By index: the same items as an array's iterator gives (holes too), with no iterator results.
-    for (let i = 0; i < value.length; i++) h = hashValue(h, value[i], undefined, ancestors);
-    h = mix(h, 0x5d); // ]
+    for (let i = 0; i < value.length; i++) h = hashValue(h, value[i], false, ancestors);
   } else {
-    h = mix(h, 0x7b); // {
+    h = mix(h, V_OBJECT);
+    // The data of an item that names its media type (an image in a tool's `content` output).
+    const withMedia = typeof (value as Record<string, unknown>)['mediaType'] === 'string';
     // The own enumerable keys in Object.keys order, without building its array (one per object).
     for (const k in value) {
       if (!Object.hasOwn(value, k)) continue;
-      h = hashString(h, k);
-      h = hashValue(h, (value as Record<string, unknown>)[k], k, ancestors);
+      h = framed(h, V_KEY, k);
+      h = hashValue(h, (value as Record<string, unknown>)[k], withMedia && (k === 'data' || k === 'image'), ancestors);
     }
-    h = mix(h, 0x7d); // }
   }
   ancestors.pop();
-  return h;
+  return mix(h, V_END);
 }
 
 /** The path of objects of the message being hashed, reused from one message to the next. */
@@ -179,10 +205,10 @@ const VALUE = 0x1_0013;
 
 type Fields = Record<string, unknown>;
 
-/** One field: its tag, then its text, or its value walked (binary data and long data strings sampled). */
-function field(h: number, tag: number, value: unknown, data = false): number {
-  if (typeof value === 'string' && !(data && value.length > DATA_SAMPLE)) return hashString(mix(h, tag), value);
-  return hashValue(mix(mix(h, tag), VALUE), value, data ? 'data' : undefined, path);
+/** One field: its tag, then its text, or its value walked (media data sampled: length and head). */
+function field(h: number, tag: number, value: unknown, media = false): number {
+  if (typeof value === 'string' && !(media && value.length > DATA_SAMPLE)) return hashString(mix(h, tag), value);
+  return hashValue(mix(mix(h, tag), VALUE), value, media, path);
 }
 
 /** Options are hashed when set: a part without them and one with them undefined are the same. */

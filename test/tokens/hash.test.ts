@@ -150,4 +150,67 @@ describe('hashMessage', () => {
     expect(hashMessage(sneaky)).toBe(hashMessage(plain));
     expect(inner).toBe(hashMessage(tool(long.slice(1))));
   });
+
+  describe('values of unknown shape (tool inputs, JSON outputs)', () => {
+    const call = (input: unknown): GuardMessage => ({
+      role: 'assistant',
+      content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 't', input }],
+    });
+    const json = (value: unknown): GuardMessage => ({
+      role: 'tool',
+      content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 't', output: { type: 'json', value } }],
+    });
+
+    it('tells strings split differently, keys from values, and types that print the same', () => {
+      const pairs: Array<[unknown, unknown]> = [
+        [{ x: ['ab', 'c'] }, { x: ['a', 'bc'] }],
+        [{ ab: 'c' }, { a: 'bc' }],
+        [{ x: [null] }, { x: ['null'] }],
+        [[{}], ['{}']],
+        [[[]], ['[]']],
+        [{ x: 1 }, { x: '1' }],
+        [{ x: 1 }, { x: 1n }],
+        [{ x: 1n }, { x: 2n }],
+        [{ x: true }, { x: 'true' }],
+        [
+          ['a', ['b']],
+          [['a'], 'b'],
+        ],
+      ];
+      for (const [a, b] of pairs)
+        expect(
+          hashMessage(call(a)),
+          JSON.stringify([a, b], (_, v) => String(v)),
+        ).not.toBe(hashMessage(call(b)));
+    });
+
+    it('sees every character of a long string under a `data` key, unless it is media data', () => {
+      const text = 'x'.repeat(200);
+      const edited = `${text.slice(0, 100)}y${text.slice(101)}`;
+      expect(hashMessage(call({ data: text }))).not.toBe(hashMessage(call({ data: edited })));
+      expect(hashMessage(json({ rows: [{ data: text }] }))).not.toBe(hashMessage(json({ rows: [{ data: edited }] })));
+      // Media data (an object with a media type, as in a `content` output) is sampled: length and head.
+      const media = (data: string): GuardMessage => ({
+        role: 'tool',
+        content: [
+          {
+            type: 'tool-result',
+            toolCallId: 'c1',
+            toolName: 't',
+            output: { type: 'content', value: [{ type: 'image-data', data, mediaType: 'image/png' }] },
+          },
+        ],
+      });
+      expect(hashMessage(media(text))).toBe(hashMessage(media(edited)));
+      expect(hashMessage(media(text))).not.toBe(hashMessage(media(`y${text.slice(1)}`)));
+    });
+  });
+
+  it("sees a character of a surrogate pair split by the boundary of the byte encoding's chunks", () => {
+    const pad = 'a'.repeat(16_383);
+    expect(hashMessage(tool(`${pad}\u{1F600} tail`))).not.toBe(hashMessage(tool(`${pad}\u{1F601} tail`)));
+    expect(hashMessage(tool(`${pad}\u{1F600}${pad}\u{1F600}`))).not.toBe(
+      hashMessage(tool(`${pad}\u{1F600}${pad}\u{1F601}`)),
+    );
+  });
 });
