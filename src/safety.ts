@@ -17,14 +17,27 @@ import { canonicalForms, MessageKeys } from './tokens/prompt-measure.ts';
 /** Deepest nesting searched for a cycle: no provider accepts deeper JSON anyway. */
 const MAX_DEPTH = 64;
 
-/** Values of at most this many objects are not remembered as acyclic: a lookup costs more than walking them again. */
+/** Values of at most this many objects are not remembered as sendable: a lookup costs more than walking them again. */
 const SMALL_VALUE = 8;
 
 /**
- * Whether a value refers to itself (a cycle no provider can serialize): Infinity when it does,
- * else the number of objects walked.
+ * Most objects a value may come to once serialized, when it holds the same objects several times
+ * (more than twice its own): past this, its JSON (each shared object written out at every place)
+ * is too large for any provider, and walking or printing it would stall the host. A value that
+ * shares little is never judged by this: its size is its own.
  */
-function cycleWalk(value: unknown, ancestors: object[]): number {
+export const MAX_EXPANDED_OBJECTS = 1_000_000;
+
+const CYCLE = 'a part refers to itself (a cycle cannot be sent as JSON)';
+const EXPANDS = `a part holds the same objects so many times that its JSON would hold over ${MAX_EXPANDED_OBJECTS.toLocaleString('en-US')} objects`;
+
+/**
+ * How many objects `value` comes to once serialized (shared objects counted at every place), or
+ * Infinity when it refers to itself (a cycle no provider can serialize). `done` holds the count of
+ * every object already walked: a value shared many times is walked once, so the walk is linear in
+ * the distinct objects even when their expansion is exponential.
+ */
+function expandedSize(value: unknown, ancestors: object[], done: Map<object, number>): number {
   if (
     typeof value !== 'object' ||
     value === null ||
@@ -33,28 +46,31 @@ function cycleWalk(value: unknown, ancestors: object[]): number {
     value instanceof URL
   )
     return 0;
+  const known = done.get(value);
+  if (known !== undefined) return known;
   if (ancestors.includes(value)) return Number.POSITIVE_INFINITY;
   if (ancestors.length >= MAX_DEPTH) return 1;
   ancestors.push(value);
-  let walked = 1;
+  let size = 1;
   try {
     if (Array.isArray(value)) {
-      for (const v of value) if (typeof v === 'object' && v !== null) walked += cycleWalk(v, ancestors);
+      for (const v of value) if (typeof v === 'object' && v !== null) size += expandedSize(v, ancestors, done);
     } else {
       for (const key in value) {
         if (!Object.hasOwn(value, key)) continue;
         const v = (value as Record<string, unknown>)[key];
-        if (typeof v === 'object' && v !== null) walked += cycleWalk(v, ancestors);
+        if (typeof v === 'object' && v !== null) size += expandedSize(v, ancestors, done);
       }
     }
-    return walked;
   } finally {
     ancestors.pop();
   }
+  done.set(value, size);
+  return size;
 }
 
-/** Objects already found free of cycles: a large tool input is walked once, however often it is resent. */
-const acyclic = new WeakSet<object>();
+/** Objects already found sendable: a large tool input is walked once, however often it is resent. */
+const sendable = new WeakSet<object>();
 
 /** Whether a value holds no object at all (a tool input of a few strings, an output holding a text): no cycle. */
 function flat(value: object): boolean {
@@ -71,46 +87,73 @@ function flat(value: object): boolean {
   return true;
 }
 
-function acyclicValue(value: unknown): boolean {
-  if (typeof value !== 'object' || value === null || flat(value)) return true;
-  // A small value (a tool output holding a text, a path) is walked at once: no set to look it up in.
-  if (!acyclic.has(value)) {
-    const walked = cycleWalk(value, []);
-    if (walked === Number.POSITIVE_INFINITY) return false;
-    if (walked > SMALL_VALUE) acyclic.add(value);
-  }
-  return true;
+/** Why a structured value cannot be sent as JSON (a cycle, an exponential expansion), or undefined. */
+function valueProblem(value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null || flat(value) || sendable.has(value)) return undefined;
+  const done = new Map<object, number>();
+  const size = expandedSize(value, [], done);
+  if (size === Number.POSITIVE_INFINITY) return CYCLE;
+  // Shared objects written out at every place, to more than twice the value's own size: too large
+  // to send, and to walk (hashing and measuring print the value as JSON does).
+  if (size > MAX_EXPANDED_OBJECTS && size > 2 * done.size) return EXPANDS;
+  // A small value (a tool output holding a text, a path) is walked again next time: no set to look it up in.
+  if (size > SMALL_VALUE) sendable.add(value);
+  return undefined;
 }
 
+/** A field the guard prints (a text, a tool name or id): a string, a number or a boolean, or absent. */
+const printable = (value: unknown): boolean =>
+  value === undefined ||
+  value === null ||
+  typeof value === 'string' ||
+  typeof value === 'number' ||
+  typeof value === 'boolean';
+
 /**
- * Whether a message's structured values are free of cycles. Only where hosts put arbitrary values
- * is looked into (tool-call inputs, tool-result outputs, parts of unknown types): text, reasoning
- * and media parts are flat, and this check runs on every part of every call.
+ * Why a message's parts cannot be sent, or undefined. Only where hosts put arbitrary values is
+ * looked into (tool-call inputs, tool-result outputs, parts of unknown types), and the fields the
+ * guard prints are checked to print; media parts are left alone. Runs on every part of every new
+ * message.
  */
-function isAcyclic(parts: readonly unknown[], checked: readonly unknown[] | undefined): boolean {
+function partsProblem(parts: readonly unknown[], checked: readonly unknown[] | undefined): string | undefined {
   for (let j = 0; j < parts.length; j++) {
-    const part = parts[j] as { type?: unknown; input?: unknown; output?: unknown } | null;
+    const part = parts[j] as {
+      type?: unknown;
+      text?: unknown;
+      toolCallId?: unknown;
+      toolName?: unknown;
+      input?: unknown;
+      output?: unknown;
+    } | null;
     if (typeof part !== 'object' || part === null) continue;
-    // The value a part at this place held last call, already found free of cycles: a host that
-    // rebuilds its parts around the same values (the AI SDK) costs one comparison, not a lookup.
+    // The value a part at this place held last call, already found sendable: a host that rebuilds
+    // its parts around the same values (the AI SDK) costs one comparison, not a lookup.
     const before = checked?.[j] as { input?: unknown; output?: unknown } | undefined;
+    let problem: string | undefined;
     switch (part.type) {
       case 'text':
       case 'reasoning':
+        if (!printable(part.text)) return `a ${part.type} part whose text is not a string`;
+        continue;
       case 'image':
       case 'file':
         continue;
       case 'tool-call':
-        if (part.input !== before?.input && !acyclicValue(part.input)) return false;
-        continue;
+        if (!printable(part.toolCallId) || !printable(part.toolName))
+          return 'a tool call whose id or name is not a string';
+        if (part.input !== before?.input) problem = valueProblem(part.input);
+        break;
       case 'tool-result':
-        if (part.output !== before?.output && !acyclicValue(part.output)) return false;
-        continue;
+        if (!printable(part.toolCallId) || !printable(part.toolName))
+          return 'a tool result whose id or name is not a string';
+        if (part.output !== before?.output) problem = valueProblem(part.output);
+        break;
       default:
-        if (!acyclicValue(part)) return false;
+        problem = valueProblem(part);
     }
+    if (problem !== undefined) return problem;
   }
-  return true;
+  return undefined;
 }
 
 /**
@@ -134,12 +177,10 @@ function problemOf(entry: unknown, checked?: unknown): string | undefined {
   if (!Array.isArray(content)) return 'content is neither a string nor an array of parts';
   try {
     const before = (checked as { content?: unknown } | undefined)?.content;
-    if (!isAcyclic(content, Array.isArray(before) ? before : undefined))
-      return 'a part refers to itself (a cycle cannot be sent as JSON)';
+    return partsProblem(content, Array.isArray(before) ? before : undefined);
   } catch {
     return 'its parts cannot be read';
   }
-  return undefined;
 }
 
 export interface ValidatedMessages {

@@ -216,6 +216,61 @@ describe('beforeModel', () => {
     await expect(guard.afterModel(null as never)).resolves.toBeUndefined();
   });
 
+  it('measures tool values JSON cannot print (a BigInt in an object without a prototype), without failing', async () => {
+    const ev = recorder();
+    const guard = createContextGuard({ contextWindow: 8_000, onEvent: ev.onEvent });
+    const input = Object.assign(Object.create(null) as Record<string, unknown>, { id: 10n, name: 'x' });
+    const messages: GuardMessage[] = [
+      user('hello'),
+      { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'lookup', input }] },
+      {
+        role: 'tool',
+        content: [
+          { type: 'tool-result', toolCallId: 'c1', toolName: 'lookup', output: { type: 'json', value: input } },
+        ],
+      },
+      user('next'),
+    ];
+    const r = await guard.beforeModel({ sessionId: 's', messages });
+    expect(ev.of('error')).toEqual([]);
+    expect(r.messages).toBe(messages);
+  });
+
+  it('compacts a history holding tool values JSON cannot print, with its summarizer, without failing', async () => {
+    const ev = recorder();
+    const guard = createContextGuard({
+      contextWindow: 4_000,
+      onEvent: ev.onEvent,
+      summarizer: () => 'The agent looked up records.',
+    });
+    const messages: GuardMessage[] = [user('Look up every record.')];
+    for (let i = 0; i < 12; i++) {
+      const input = Object.assign(Object.create(null) as Record<string, unknown>, {
+        id: BigInt(i),
+        note: 'x'.repeat(300),
+      });
+      messages.push(
+        { role: 'assistant', content: [{ type: 'tool-call', toolCallId: `c${i}`, toolName: 'lookup', input }] },
+        {
+          role: 'tool',
+          content: [
+            {
+              type: 'tool-result',
+              toolCallId: `c${i}`,
+              toolName: 'lookup',
+              output: { type: 'text', value: 'y'.repeat(1_200) },
+            },
+          ],
+        },
+      );
+    }
+    messages.push(user('Now sum them up.'));
+    const r = await guard.beforeModel({ sessionId: 's', messages });
+    expect(ev.of('error')).toEqual([]);
+    expect(r.compaction).toBeDefined();
+    expect(r.tokens).toBeLessThanOrEqual(r.threshold);
+  });
+
   it('survives an onEvent callback that throws', async () => {
     const guard = createContextGuard({
       contextWindow: 8_000,

@@ -237,6 +237,52 @@ describe('malformed entries: dropped with an event, never the raw prompt', () =>
     expect(ev.of('error')).toHaveLength(0);
   });
 
+  it('a tool input whose shared values expand past what JSON can hold is left out, like a cycle', async () => {
+    const ev = recorder();
+    const guard = createContextGuard({ contextWindow: 8_000, onEvent: ev.onEvent });
+    // No cycle, but each level refers twice to the one below: 2^40 objects once serialized.
+    let bomb: Record<string, unknown> = { leaf: 1 };
+    for (let i = 0; i < 40; i++) bomb = { left: bomb, right: bomb };
+    // Shared values that expand modestly are fine.
+    const shared = { schema: 'x' };
+    const messages = [
+      ...history(100).slice(0, -1),
+      ...toolStep('c1', bomb, 'file body'),
+      ...toolStep('c2', { a: shared, b: shared, c: [shared, shared] }, 'other body'),
+      user('latest'),
+    ];
+    const r = await guard.beforeModel({ sessionId: 's', messages });
+    expect(ev.of('invalid-messages')[0]?.indices).toEqual([messages.length - 5]);
+    expect(ev.of('invalid-messages')[0]?.reasons[0]).toMatch(/same objects so many times/);
+    expect(r.tokens).toBeLessThanOrEqual(r.threshold);
+    expect(userText(r.messages[r.messages.length - 1] as GuardMessage)).toBe('latest');
+    expect(ev.of('error')).toHaveLength(0);
+  });
+
+  it('parts whose text, tool name or id cannot even be printed are left out and reported', async () => {
+    const ev = recorder();
+    const guard = createContextGuard({ contextWindow: 8_000, onEvent: ev.onEvent, summarizer: () => 'S' });
+    const unprintable = Object.create(null) as object;
+    const messages = history(100).slice(0, -1) as unknown[];
+    messages.splice(10, 0, { role: 'assistant', content: [{ type: 'text', text: unprintable }] });
+    messages.splice(20, 0, {
+      role: 'assistant',
+      content: [{ type: 'tool-call', toolCallId: 'x1', toolName: unprintable, input: {} }],
+    });
+    messages.splice(30, 0, {
+      role: 'tool',
+      content: [
+        { type: 'tool-result', toolCallId: unprintable, toolName: 'read', output: { type: 'text', value: 'v' } },
+      ],
+    });
+    messages.push(user('latest'));
+    const r = await guard.beforeModel({ sessionId: 's', messages: messages as GuardMessage[] });
+    expect(ev.of('invalid-messages')[0]?.indices).toEqual([10, 20, 30]);
+    expect(ev.of('error')).toHaveLength(0);
+    expect(r.tokens).toBeLessThanOrEqual(r.threshold);
+    expect(() => JSON.stringify(r.messages)).not.toThrow();
+  });
+
   it('an internal error fails closed: the smallest prompt that fits, never the raw input', async () => {
     const ev = recorder();
     const guard = createContextGuard({ contextWindow: 8_000, onEvent: ev.onEvent });

@@ -11,6 +11,7 @@ import { applyToolEdits, outputChars, toolResultsOf } from './prune.ts';
 import { unitsOf } from './structure.ts';
 import { waterLevel } from './work.ts';
 import { buildSummaryRequest, DEFAULT_TRANSCRIPT_TOOL_RESULT_CHARS, renderTranscript } from './prompt.ts';
+import { safeJson } from './text.ts';
 import { redactMessage } from './redact.ts';
 import type { Summarizer } from './types.ts';
 
@@ -362,7 +363,7 @@ function textChars(message: GuardMessage): number {
   let n = 0;
   for (const p of content) {
     if (p?.type === 'text' || p?.type === 'reasoning') n += String(p.text ?? '').length;
-    else if (p?.type === 'tool-call') n += JSON.stringify(p.input ?? null)?.length ?? 0;
+    else if (p?.type === 'tool-call') n += safeJson(p.input ?? null).length;
   }
   return n;
 }

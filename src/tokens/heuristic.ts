@@ -34,10 +34,18 @@ function jsonLength(value: unknown, len: TextLength): number {
   try {
     return len(JSON.stringify(value) ?? '');
   } catch {
-    // Circular or exotic values cannot be sent as JSON either; count a conservative placeholder.
-    return String(value).length;
+    // Circular or exotic values (a BigInt) cannot be sent as JSON either: counted by what they
+    // print as, or as a placeholder when even that fails (an object without a prototype).
+    try {
+      return len(String(value));
+    } catch {
+      return UNPRINTABLE_CHARS;
+    }
   }
 }
+
+/** What a value that prints as nothing at all counts: about a short JSON value's worth. */
+const UNPRINTABLE_CHARS = 16;
 
 function addOutput(m: Measure, output: ToolResultOutput | undefined, provider: MediaProvider, len: TextLength): void {
   if (!output || typeof output !== 'object') return;

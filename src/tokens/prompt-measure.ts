@@ -135,27 +135,40 @@ function sameValue(a: unknown, b: unknown, depth: number): boolean {
     Object.getPrototypeOf(b) !== Object.prototype
   )
     return false;
+  // The same keys in the same order: JSON (what the provider reads, and what the hash sees) keeps it.
   const ka = Object.keys(a);
-  if (ka.length !== Object.keys(b).length) return false;
-  for (const k of ka) {
-    if (!sameValue((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], depth - 1)) return false;
+  const kb = Object.keys(b);
+  if (ka.length !== kb.length) return false;
+  for (let i = 0; i < ka.length; i++) {
+    const k = ka[i] as string;
+    if (k !== kb[i] || !sameValue((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], depth - 1))
+      return false;
   }
   return true;
 }
 
 type AnyPart = Record<string, unknown> & { type?: unknown };
 
-/** Whether two tool outputs carry the same content. */
+/**
+ * Whether two tool outputs carry the same content: the fields the message hash reads (hash.ts),
+ * or, for an output of unknown shape, the whole value.
+ */
 function sameOutput(a: AnyPart | undefined, b: AnyPart | undefined): boolean {
+  if (a === b) return true;
+  if (
+    typeof a !== 'object' ||
+    typeof b !== 'object' ||
+    a === null ||
+    b === null ||
+    Array.isArray(a) ||
+    Array.isArray(b)
+  )
+    return sameValue(a, b, 8);
   return (
-    a === b ||
-    (typeof a === 'object' &&
-      typeof b === 'object' &&
-      a !== null &&
-      b !== null &&
-      a.type === b.type &&
-      sameValue(a['value'], b['value'], 8) &&
-      a['reason'] === b['reason'])
+    a.type === b.type &&
+    sameValue(a['value'], b['value'], 8) &&
+    a['reason'] === b['reason'] &&
+    (a['providerOptions'] === b['providerOptions'] || sameValue(a['providerOptions'], b['providerOptions'], 3))
   );
 }
 

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { GuardMessage } from '../../src/index.ts';
 import { CHARACTER_MEASURE } from '../../src/tokens/exact.ts';
@@ -128,6 +129,74 @@ describe('PromptMeasurer', () => {
     // The first lookup publishes every entry measured since, once.
     m.measure('s', [user('summary'), ...messages.slice(4)], undefined, 'generic', CHARACTER_MEASURE);
     expect(calls.set - first.set).toBe(messages.length);
+  });
+
+  it('judges two messages the same only when they hash the same (a measure kept is a fresh one)', () => {
+    const call = (input: unknown): GuardMessage =>
+      ({ role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 't', input }] }) as GuardMessage;
+    const result = (output: unknown): GuardMessage =>
+      ({ role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 't', output }] }) as GuardMessage;
+    const pairs: Array<[GuardMessage, GuardMessage]> = [
+      [result({ type: 'text', value: 'x', providerOptions: { p: { q: 1 } } }), result({ type: 'text', value: 'x' })],
+      [result(['a']), result(['b'])],
+      [call({ a: 1, b: 2 }), call({ b: 2, a: 1 })],
+      [call({ a: undefined }), call({ b: undefined })],
+    ];
+    for (const [first, second] of pairs) {
+      const m = new PromptMeasurer(10);
+      m.measure('s', [user('u'), first], undefined, 'generic', CHARACTER_MEASURE);
+      const kept = m.measure('s', [user('u'), second], undefined, 'generic', CHARACTER_MEASURE).prompt.hash;
+      const fresh = new PromptMeasurer(10).measure('s', [user('u'), second], undefined, 'generic', CHARACTER_MEASURE);
+      expect(kept).toBe(fresh.prompt.hash);
+    }
+  });
+
+  it('keeps a measure only for a message that hashes as the kept one does (property)', () => {
+    const leaf = fc.constantFrom<unknown>(1, '1', 'a', null, undefined, true, 1n);
+    const value = fc.oneof(
+      leaf,
+      fc.array(leaf, { maxLength: 2 }),
+      fc.dictionary(fc.constantFrom('a', 'b', 'value'), leaf, { maxKeys: 2 }),
+    );
+    const output = fc.oneof(
+      value,
+      fc.record(
+        {
+          type: fc.constantFrom('text', 'json'),
+          value,
+          reason: leaf,
+          providerOptions: fc.constantFrom(undefined, { p: { q: 1 } }),
+        },
+        { requiredKeys: ['type'] },
+      ),
+    );
+    const message = fc.oneof(
+      value.map(
+        (input) =>
+          ({
+            role: 'assistant',
+            content: [{ type: 'tool-call', toolCallId: 'c', toolName: 't', input }],
+          }) as GuardMessage,
+      ),
+      output.map(
+        (out) =>
+          ({
+            role: 'tool',
+            content: [{ type: 'tool-result', toolCallId: 'c', toolName: 't', output: out }],
+          }) as GuardMessage,
+      ),
+    );
+    fc.assert(
+      fc.property(message, message, (first, second) => {
+        const m = new PromptMeasurer(10);
+        m.measure('s', [first], undefined, 'generic', CHARACTER_MEASURE);
+        const kept = m.measure('s', [second], undefined, 'generic', CHARACTER_MEASURE);
+        const fresh = new PromptMeasurer(10).measure('s', [second], undefined, 'generic', CHARACTER_MEASURE);
+        expect(kept.prompt.hash).toBe(fresh.prompt.hash);
+        expect(kept.chars).toBe(fresh.chars);
+      }),
+      { numRuns: 3_000 },
+    );
   });
 
   it('bounds the sessions it caches', () => {
