@@ -253,7 +253,7 @@ const MAX_OCCURRENCES = 200;
  * the cut on the wrong place), else its head and tail.
  */
 function around(text: string, terms: ReadonlyArray<{ term: string; weight: number }>, max: number): string {
-  const lower = text.toLowerCase();
+  const lower = lowerInPlace(text);
   const hits: Array<{ at: number; k: number }> = [];
   terms.forEach(({ term }, k) => {
     for (let i = lower.indexOf(term), n = 0; i >= 0 && n < MAX_OCCURRENCES; i = lower.indexOf(term, i + 1), n++)
@@ -291,6 +291,21 @@ function around(text: string, terms: ReadonlyArray<{ term: string; weight: numbe
   const after = Math.floor(max / 6);
   if (bestEnd + after <= max && text.length > max) return windowAt(text, 0, max);
   return windowAt(text, Math.max(0, Math.min(bestAt - after, text.length - max)), max);
+}
+
+/**
+ * `text` in lower case, character for character: positions found in it are positions in `text`.
+ * (A few characters lower to longer ones, `İ` to `i̇`: those keep the first character of it.)
+ */
+function lowerInPlace(text: string): string {
+  const lower = text.toLowerCase();
+  if (lower.length === text.length) return lower;
+  return text
+    .replace(/[^\0-\x7f]/g, (c) => {
+      const l = c.toLowerCase();
+      return l.length === c.length ? l : l.slice(0, c.length);
+    })
+    .toLowerCase();
 }
 
 /** `max` characters of `text` from `start`, with markers saying how much is before and after (and how to read on). */

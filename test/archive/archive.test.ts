@@ -199,6 +199,19 @@ describe('recall', () => {
     expect(item?.text).toContain(fact);
   });
 
+  it('cuts around the match in a text whose lower case is longer (İ lowers to two characters)', async () => {
+    const { guard } = setup();
+    const fact = 'Decided to keep the RETRY LOOP in TENANT_B638 rather than the queue, because the queue drops jobs';
+    const output = `${'İSTANBUL İZMİR '.repeat(140)}\n${fact}\n${filler('tail', 3_000)}`;
+    const messages = session(8);
+    messages.splice(2, 0, ...toolStep('notes', { path: 'NOTES.md' }, output));
+    await guard.beforeModel({ sessionId: 's', messages });
+    const [item] = await guard.recall('s', { query: 'retry loop tenant_b638', limit: 1, maxChars: 1_200 });
+    expect(item?.toolCallId).toBe('notes');
+    expect(item?.truncated).toBe(true);
+    expect(item?.text).toContain(fact);
+  });
+
   it('answers [] and never throws for an unknown session, no query, or bad options', async () => {
     const { guard, ev } = setup();
     expect(await guard.recall('nobody', { query: 'x' })).toEqual([]);
