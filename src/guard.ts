@@ -248,9 +248,9 @@ class Guard implements ContextGuard {
     if (!call) return undefined;
     started.call = call;
     // Set: runNow runs this only with the default in-memory store, whose commit is synchronous too.
-    // (That store is this process's own: a stale view a real count marked was compared whole by
-    // this call's input check already, from the process's own mark.)
     const state = this.sessions.loadNow(call.sessionId) as SessionState;
+    // A stale-history mark is compared for, and cleared, on the asynchronous path.
+    if (state.historyStale !== undefined) return undefined;
     const p = prepare(call, state, this.options.calibration, this.pairing);
     if (needsCompaction(call, state, p)) return undefined;
     reportEstimate(this, call, p, input.modelId);
@@ -272,7 +272,8 @@ class Guard implements ContextGuard {
     let call = made instanceof Promise ? await made : made;
     let state = this.sessions.loadNow(call.sessionId) ?? (await this.sessions.load(call.sessionId));
     let p = prepare(call, state, this.options.calibration, this.pairing);
-    if (state.historyStale === true || needsCompaction(call, state, p)) {
+    const staleCompared = state.historyStale;
+    if (staleCompared !== undefined || needsCompaction(call, state, p)) {
       // A compaction decides on the whole history, and a real count far off the estimate, recorded
       // by any process, says the view may be stale: what the input check took on trust is compared
       // first, and a difference found means a new estimate before deciding.
@@ -313,7 +314,7 @@ class Guard implements ContextGuard {
         await release?.();
       }
     }
-    return recordCall(this, call, state, p, outcome, attempted);
+    return recordCall(this, call, state, p, outcome, attempted, staleCompared);
   }
 
   /** Runs a guard operation as the session's only one, turning any failure into an `error` event. */

@@ -52,7 +52,11 @@ export function reportEstimate(ctx: RecordContext, call: Call, p: Prepared, mode
     ctx.emit({ type: 'warning', sessionId, tokens, threshold, contextWindow, fraction, warnAt });
 }
 
-/** Stores what this call sends (the request waiting for its real count) and what it changed, then answers. */
+/**
+ * Stores what this call sends (the request waiting for its real count) and what it changed, then
+ * answers. `staleCompared`: the stale-history mark the call read and compared the whole history
+ * for (SessionState.historyStale), cleared unless a newer one came meanwhile.
+ */
 export function recordCall(
   ctx: RecordContext,
   call: Call,
@@ -60,6 +64,7 @@ export function recordCall(
   p: Prepared,
   outcome: CompactionOutcome | undefined,
   attempted: boolean,
+  staleCompared?: number,
 ): BeforeModelResult | Promise<BeforeModelResult> {
   const { sessionId, contextWindow, threshold } = call;
   const messages = outcome?.messages ?? p.view.messages;
@@ -87,8 +92,8 @@ export function recordCall(
     if (memo) next.memo = memo;
     else if ('memo' in next) delete next.memo;
     if ('compactRequest' in next && (!current.compactRequest || attempted)) delete next.compactRequest;
-    // This call compared the whole history when a real count asked for it (guard.ts).
-    if ('historyStale' in next) delete next.historyStale;
+    // The mark this call read and compared the whole history for (guard.ts); a newer one stays.
+    if (staleCompared !== undefined && current.historyStale === staleCompared) delete next.historyStale;
     const { pace, costs } = paceAndCosts(current, tokens, outcome?.result, ctx.options.cost);
     next.pace = pace;
     next.costs = costs;
@@ -233,7 +238,8 @@ function usageOn(
     const next: SessionState = { ...current, usageRecorded: current.usageRecorded + 1, calibration };
     // Far off: the guard's view of the history may be stale (see SessionState.historyStale). Stored,
     // so that the next call compares everything whichever process it lands on.
-    if (Math.abs(recorded.estimatedTokens - inputTokens) > STALE_VIEW_ERROR * inputTokens) next.historyStale = true;
+    if (Math.abs(recorded.estimatedTokens - inputTokens) > STALE_VIEW_ERROR * inputTokens)
+      next.historyStale = next.usageRecorded;
     const status = current.status;
     if (status) next.status = { ...status, tokens, source: 'provider', fraction: tokens / status.contextWindow };
     return next;

@@ -12,6 +12,7 @@ import {
   type ContextGuardOptions,
   type GuardMessage,
   type SessionState,
+  type StateStore,
 } from '../src/index.ts';
 import {
   BOUNDARY_MESSAGES,
@@ -230,13 +231,49 @@ describe('historyCheck: amortized', () => {
       const truth = await freshHeuristic(sent);
       expect(a.seen.heuristic).toBeLessThan(truth); // not yet found by process a
       await b.guard.afterModel({ sessionId: 's', usage: { inputTokens: Math.round(truth * 1.2) } });
-      expect((await store.get('s'))?.historyStale).toBe(true);
+      expect((await store.get('s'))?.historyStale).toBeDefined();
       messages = [...messages, ...history(1, 2_001)];
       sent = send(host, messages);
       await a.guard.beforeModel({ sessionId: 's', messages: sent });
       expect(a.seen.heuristic).toBe(await freshHeuristic(sent));
       // The mark is cleared by the call that compared everything.
       expect((await store.get('s'))?.historyStale).toBeUndefined();
+    });
+
+    it(`keeps a stale-history mark recorded while another process's call was in flight (${host})`, async () => {
+      // One store, updated atomically; process b's commit waits until process a has recorded a real
+      // count far off its estimate (the mark), as two processes interleave.
+      const data = new Map<string, SessionState>();
+      let beforeUpdate: (() => Promise<void>) | undefined;
+      const store: StateStore<SessionState> = {
+        get: async (id) => structuredClone(data.get(id)),
+        set: async (id, value) => void data.set(id, structuredClone(value)),
+        delete: async (id) => void data.delete(id),
+        update: async (id, change) => {
+          const hook = beforeUpdate;
+          beforeUpdate = undefined;
+          await hook?.();
+          const next = change(structuredClone(data.get(id)));
+          data.set(id, structuredClone(next));
+          return structuredClone(next);
+        },
+      };
+      const a = guarded({ store });
+      const b = guarded({ store });
+      let messages = history(150);
+      await a.guard.beforeModel({ sessionId: 's', messages: send(host, messages) });
+      beforeUpdate = async () => {
+        await a.guard.afterModel({ sessionId: 's', usage: { inputTokens: Math.round(a.seen.heuristic * 3) } });
+        expect(data.get('s')?.historyStale).toBeDefined();
+      };
+      messages = [...messages, ...history(1, 1_000)];
+      await b.guard.beforeModel({ sessionId: 's', messages: send(host, messages) });
+      expect(beforeUpdate).toBeUndefined();
+      // b loaded the state before the mark: it compared nothing for it, and leaves it for the next call.
+      expect(data.get('s')?.historyStale).toBeDefined();
+      messages = [...messages, ...history(1, 1_001)];
+      await b.guard.beforeModel({ sessionId: 's', messages: send(host, messages) });
+      expect(data.get('s')?.historyStale).toBeUndefined();
     });
 
     it(`compares everything when the history got shorter (${host})`, async () => {

@@ -113,11 +113,13 @@ export interface SessionState {
   /** Set by guard.compact(): the next beforeModel compacts even under the threshold. */
   compactRequest?: { focus?: string };
   /**
-   * Set by a real count further from its estimate than STALE_VIEW_ERROR (in record.ts): the next
-   * beforeModel, in whichever process it runs, compares the whole history with what its input check
-   * took on trust (an old message edited in place shows there first). Cleared by that call.
+   * Set by a real count further from its estimate than STALE_VIEW_ERROR (in record.ts), to that
+   * count's `usageRecorded`: the next beforeModel, in whichever process it runs, compares the whole
+   * history with what its input check took on trust (an old message edited in place shows there
+   * first). Cleared by a call that did so after reading this very mark, never by one that read the
+   * state before it was set.
    */
-  historyStale?: true;
+  historyStale?: number;
 }
 
 export function emptySessionState(): SessionState {
