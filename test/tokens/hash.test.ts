@@ -1,6 +1,7 @@
 // The message hash sees every character of a text (long texts through their UTF-8 bytes, in four
 // lanes) and every field messages are compared by, and the text hash keeps its FNV-1a values, which
 // are stored with the guard's own messages.
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { GuardMessage, ToolResultPart } from '../../src/index.ts';
 import { hashMessage, hashText } from '../../src/tokens/hash.ts';
@@ -212,5 +213,58 @@ describe('hashMessage', () => {
     expect(hashMessage(tool(`${pad}\u{1F600}${pad}\u{1F600}`))).not.toBe(
       hashMessage(tool(`${pad}\u{1F600}${pad}\u{1F601}`)),
     );
+  });
+
+  describe('properties', () => {
+    const str = fc.string({ maxLength: 60 });
+    const json = fc.jsonValue({ maxDepth: 3 });
+    const part = fc.oneof(
+      fc.record({ type: fc.constant('text'), text: str }),
+      fc.record({ type: fc.constant('tool-call'), toolCallId: str, toolName: str, input: json }),
+      fc.record({
+        type: fc.constant('tool-result'),
+        toolCallId: str,
+        toolName: str,
+        output: fc.record({ type: fc.constantFrom('text', 'json'), value: json }),
+      }),
+    );
+    const message = fc.record({
+      role: fc.constantFrom('user', 'assistant', 'tool'),
+      content: fc.array(part, { maxLength: 3 }),
+    }) as fc.Arbitrary<GuardMessage>;
+
+    it('the same content in other objects hashes the same', () => {
+      fc.assert(
+        fc.property(message, (m) => {
+          expect(hashMessage(structuredClone(m))).toBe(hashMessage(m));
+        }),
+        { numRuns: 500 },
+      );
+    });
+
+    it('one character changed in any string (a text, an id, a JSON key or value) changes the hash', () => {
+      fc.assert(
+        fc.property(message, fc.nat(), fc.nat(), (m, pick, at) => {
+          const strings: Array<{ get: () => string; set: (s: string) => void }> = [];
+          const walk = (o: Record<string, unknown>) => {
+            for (const k of Object.keys(o)) {
+              const v = o[k];
+              if (typeof v === 'string' && v.length > 0)
+                strings.push({ get: () => o[k] as string, set: (s) => (o[k] = s) });
+              else if (typeof v === 'object' && v !== null) walk(v as Record<string, unknown>);
+            }
+          };
+          const copy = structuredClone(m) as unknown as Record<string, unknown>;
+          walk(copy);
+          fc.pre(strings.length > 0);
+          const s = strings[pick % strings.length] as (typeof strings)[number];
+          const old = s.get();
+          const i = at % old.length;
+          s.set(old.slice(0, i) + (old[i] === 'A' ? 'B' : 'A') + old.slice(i + 1));
+          expect(hashMessage(copy as unknown as GuardMessage)).not.toBe(hashMessage(m));
+        }),
+        { numRuns: 500 },
+      );
+    });
   });
 });

@@ -1,10 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { GuardMessage } from '../../src/index.ts';
-import { CHARACTER_MEASURE } from '../../src/tokens/exact.ts';
+import { CHARACTER_MEASURE, type TextMeasure } from '../../src/tokens/exact.ts';
 import { measureMessage } from '../../src/tokens/heuristic.ts';
 import { extendsPrompt, PromptMeasurer } from '../../src/tokens/prompt-measure.ts';
 import { assistant, toolStep, user } from '../helpers.ts';
+import { pngBase64 } from '../png.ts';
 
 /** Wraps a message so that every read of its content is counted. */
 function watched(message: GuardMessage, reads: { n: number }): GuardMessage {
@@ -196,6 +197,68 @@ describe('PromptMeasurer', () => {
         expect(kept.chars).toBe(fresh.chars);
       }),
       { numRuns: 3_000 },
+    );
+  });
+
+  it('measures as a fresh measurer does, whatever came before under any key (property)', () => {
+    const pool: GuardMessage[] = [];
+    for (let i = 0; i < 6; i++) pool.push(user(`message ${i} `.repeat(1 + (i % 4))));
+    for (let i = 0; i < 2; i++)
+      pool.push({
+        role: 'user',
+        content: [{ type: 'image', image: pngBase64(100 * (i + 1), 300), mediaType: 'image/png' }],
+      });
+    pool.push(...toolStep('c1', { path: 'a.ts' }, 'x'.repeat(120)), assistant('done'));
+    // A second text measure (as a tokenizer would be): measures of different kinds never mix.
+    const half = { key: 'o200k_base', length: (text: string) => Math.ceil(text.length / 2) } as TextMeasure;
+    const copy = (m: GuardMessage): GuardMessage =>
+      ({ ...m, content: Array.isArray(m.content) ? m.content.map((p) => ({ ...p })) : m.content }) as GuardMessage;
+    const op = fc.record({
+      key: fc.constantFrom('a', 'b', 'c'),
+      picks: fc.array(fc.nat({ max: pool.length - 1 }), { maxLength: 8 }),
+      copies: fc.array(fc.boolean(), { maxLength: 8 }),
+      provider: fc.constantFrom('generic', 'anthropic', 'openai'),
+      half: fc.boolean(),
+      mode: fc.constantFrom('measure', 'grow', 'shrink', 'canonical', 'forget'),
+    });
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 30 }), (ops) => {
+        const m = new PromptMeasurer(2);
+        const last = new Map<string, GuardMessage[]>();
+        const canon = new Map<string, GuardMessage[]>();
+        for (const o of ops) {
+          if (o.mode === 'forget') {
+            m.forget(o.key);
+            continue;
+          }
+          const picked = o.picks.map((p, i) =>
+            o.copies[i] ? copy(pool[p] as GuardMessage) : (pool[p] as GuardMessage),
+          );
+          const before = last.get(o.key) ?? [];
+          let messages =
+            o.mode === 'grow' ? [...before, ...picked] : o.mode === 'shrink' ? before.slice(0, o.picks.length) : picked;
+          const text = o.half ? half : CHARACTER_MEASURE;
+          const provider = o.provider as 'generic';
+          let r: ReturnType<PromptMeasurer['measure']>;
+          if (o.mode === 'canonical') {
+            const grown = canon.get(o.key) ?? [];
+            grown.push(...picked);
+            canon.set(o.key, grown);
+            messages = grown.slice();
+            r = m.measureCanonical(
+              o.key,
+              { messages: grown, length: grown.length, rebuilt: false },
+              undefined,
+              provider,
+              text,
+            );
+          } else r = m.measure(o.key, messages, undefined, provider, text);
+          last.set(o.key, messages);
+          const fresh = new PromptMeasurer(10).measure('x', messages, undefined, provider, text);
+          expect([r.chars, r.mediaTokens, r.prompt.hash]).toEqual([fresh.chars, fresh.mediaTokens, fresh.prompt.hash]);
+        }
+      }),
+      { numRuns: 500 },
     );
   });
 
