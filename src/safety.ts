@@ -31,13 +31,26 @@ export const MAX_EXPANDED_OBJECTS = 1_000_000;
 const CYCLE = 'a part refers to itself (a cycle cannot be sent as JSON)';
 const EXPANDS = `a part holds the same objects so many times that its JSON would hold over ${MAX_EXPANDED_OBJECTS.toLocaleString('en-US')} objects`;
 
+/** What the walk knows of an object it finished: its expanded size, found with `room` levels left. */
+interface Walked {
+  size: number;
+  room: number;
+  /** Its walk stopped at the depth limit somewhere below: exact only for as little room or less. */
+  cut: boolean;
+}
+
+/** Whether the walk in progress stopped at the depth limit since it was last reset. */
+let cutBelow = false;
+
 /**
  * How many objects `value` comes to once serialized (shared objects counted at every place), or
- * Infinity when it refers to itself (a cycle no provider can serialize). `done` holds the count of
- * every object already walked: a value shared many times is walked once, so the walk is linear in
- * the distinct objects even when their expansion is exponential.
+ * Infinity when it refers to itself (a cycle no provider can serialize). `done` holds what the walk
+ * found of each object it finished: one shared many times is walked again only when reached with
+ * more room under the depth limit than before (at most MAX_DEPTH times), so the walk stays linear
+ * in the distinct objects even when their expansion is exponential, and an object first reached
+ * near the limit is still walked whole where it is reached higher up.
  */
-function expandedSize(value: unknown, ancestors: object[], done: Map<object, number>): number {
+function expandedSize(value: unknown, ancestors: object[], done: Map<object, Walked>): number {
   if (
     typeof value !== 'object' ||
     value === null ||
@@ -46,10 +59,20 @@ function expandedSize(value: unknown, ancestors: object[], done: Map<object, num
     value instanceof URL
   )
     return 0;
-  const known = done.get(value);
-  if (known !== undefined) return known;
+  // Before the memo: an object walked again with more room is on the path while it is.
   if (ancestors.includes(value)) return Number.POSITIVE_INFINITY;
-  if (ancestors.length >= MAX_DEPTH) return 1;
+  const room = MAX_DEPTH - ancestors.length;
+  const known = done.get(value);
+  if (known !== undefined && (!known.cut || room <= known.room)) {
+    if (known.cut) cutBelow = true;
+    return known.size;
+  }
+  if (room <= 0) {
+    cutBelow = true;
+    return 1;
+  }
+  const outer = cutBelow;
+  cutBelow = false;
   ancestors.push(value);
   let size = 1;
   try {
@@ -65,7 +88,10 @@ function expandedSize(value: unknown, ancestors: object[], done: Map<object, num
   } finally {
     ancestors.pop();
   }
-  done.set(value, size);
+  const cut = cutBelow;
+  cutBelow = outer || cut;
+  // A cycle ends the walk at once (Infinity): nothing to remember.
+  if (size !== Number.POSITIVE_INFINITY) done.set(value, { size, room, cut });
   return size;
 }
 
@@ -90,7 +116,8 @@ function flat(value: object): boolean {
 /** Why a structured value cannot be sent as JSON (a cycle, an exponential expansion), or undefined. */
 function valueProblem(value: unknown): string | undefined {
   if (typeof value !== 'object' || value === null || flat(value) || sendable.has(value)) return undefined;
-  const done = new Map<object, number>();
+  const done = new Map<object, Walked>();
+  cutBelow = false;
   const size = expandedSize(value, [], done);
   if (size === Number.POSITIVE_INFINITY) return CYCLE;
   // Shared objects written out at every place, to more than twice the value's own size: too large
@@ -101,19 +128,17 @@ function valueProblem(value: unknown): string | undefined {
   return undefined;
 }
 
-/** A field the guard prints (a text, a tool name or id): a string, a number or a boolean, or absent. */
-const printable = (value: unknown): boolean =>
-  value === undefined ||
-  value === null ||
-  typeof value === 'string' ||
-  typeof value === 'number' ||
-  typeof value === 'boolean';
+/**
+ * A field the guard reads as text (a text, a tool name or id, a media type, a file name): a string,
+ * or absent. Providers take nothing else there, and the guard compares ids as strings.
+ */
+const textOrAbsent = (value: unknown): boolean => value === undefined || typeof value === 'string';
 
 /**
  * Why a message's parts cannot be sent, or undefined. Only where hosts put arbitrary values is
- * looked into (tool-call inputs, tool-result outputs, parts of unknown types), and the fields the
- * guard prints are checked to print; media parts are left alone. Runs on every part of every new
- * message.
+ * walked (tool-call inputs, tool-result outputs, parts of unknown types), and the fields the guard
+ * reads as text are checked to be strings; media data is left alone. Runs on every part of every
+ * new message.
  */
 function partsProblem(parts: readonly unknown[], checked: readonly unknown[] | undefined): string | undefined {
   for (let j = 0; j < parts.length; j++) {
@@ -124,6 +149,8 @@ function partsProblem(parts: readonly unknown[], checked: readonly unknown[] | u
       toolName?: unknown;
       input?: unknown;
       output?: unknown;
+      mediaType?: unknown;
+      filename?: unknown;
     } | null;
     if (typeof part !== 'object' || part === null) continue;
     // The value a part at this place held last call, already found sendable: a host that rebuilds
@@ -133,18 +160,20 @@ function partsProblem(parts: readonly unknown[], checked: readonly unknown[] | u
     switch (part.type) {
       case 'text':
       case 'reasoning':
-        if (!printable(part.text)) return `a ${part.type} part whose text is not a string`;
+        if (!textOrAbsent(part.text)) return `a ${part.type} part whose text is not a string`;
         continue;
       case 'image':
       case 'file':
+        if (!textOrAbsent(part.mediaType) || !textOrAbsent(part.filename))
+          return `a ${part.type} part whose media type or file name is not a string`;
         continue;
       case 'tool-call':
-        if (!printable(part.toolCallId) || !printable(part.toolName))
+        if (!textOrAbsent(part.toolCallId) || !textOrAbsent(part.toolName))
           return 'a tool call whose id or name is not a string';
         if (part.input !== before?.input) problem = valueProblem(part.input);
         break;
       case 'tool-result':
-        if (!printable(part.toolCallId) || !printable(part.toolName))
+        if (!textOrAbsent(part.toolCallId) || !textOrAbsent(part.toolName))
           return 'a tool result whose id or name is not a string';
         if (part.output !== before?.output) problem = valueProblem(part.output);
         break;
@@ -154,6 +183,15 @@ function partsProblem(parts: readonly unknown[], checked: readonly unknown[] | u
     if (problem !== undefined) return problem;
   }
   return undefined;
+}
+
+/** A role named in a reason: quoted, cut, and never a throw (a role without a string form). */
+function roleLabel(role: unknown): string {
+  try {
+    return JSON.stringify(String(role)).slice(0, 40);
+  } catch {
+    return `of type ${typeof role} that cannot be printed`;
+  }
 }
 
 /**
@@ -171,7 +209,7 @@ function problemOf(entry: unknown, checked?: unknown): string | undefined {
     return 'its fields cannot be read';
   }
   if (role !== 'user' && role !== 'assistant' && role !== 'tool' && role !== 'system')
-    return `unknown role ${JSON.stringify(String(role)).slice(0, 40)}`;
+    return `unknown role ${roleLabel(role)}`;
   if (typeof content === 'string')
     return role === 'tool' ? 'tool message whose content is not an array of results' : undefined;
   if (!Array.isArray(content)) return 'content is neither a string nor an array of parts';

@@ -259,7 +259,7 @@ describe('malformed entries: dropped with an event, never the raw prompt', () =>
     expect(ev.of('error')).toHaveLength(0);
   });
 
-  it('parts whose text, tool name or id cannot even be printed are left out and reported', async () => {
+  it('parts whose text, tool name, id or media type is not a string are left out and reported', async () => {
     const ev = recorder();
     const guard = createContextGuard({ contextWindow: 8_000, onEvent: ev.onEvent, summarizer: () => 'S' });
     const unprintable = Object.create(null) as object;
@@ -275,12 +275,88 @@ describe('malformed entries: dropped with an event, never the raw prompt', () =>
         { type: 'tool-result', toolCallId: unprintable, toolName: 'read', output: { type: 'text', value: 'v' } },
       ],
     });
+    // Numbers print, but no provider takes them there, and the guard compares ids as strings.
+    messages.splice(40, 0, { role: 'user', content: [{ type: 'text', text: 20_240_101 }] });
+    messages.splice(50, 0, {
+      role: 'tool',
+      content: [{ type: 'tool-result', toolCallId: 105, toolName: 'read', output: { type: 'text', value: 'v' } }],
+    });
+    messages.splice(60, 0, { role: 'user', content: [{ type: 'image', image: 'aGk=', mediaType: unprintable }] });
     messages.push(user('latest'));
     const r = await guard.beforeModel({ sessionId: 's', messages: messages as GuardMessage[] });
-    expect(ev.of('invalid-messages')[0]?.indices).toEqual([10, 20, 30]);
+    expect(ev.of('invalid-messages')[0]?.indices).toEqual([10, 20, 30, 40, 50, 60]);
     expect(ev.of('error')).toHaveLength(0);
     expect(r.tokens).toBeLessThanOrEqual(r.threshold);
     expect(() => JSON.stringify(r.messages)).not.toThrow();
+  });
+
+  it('a cycle or a bomb first reached past the depth limit is still found where it is reached again', async () => {
+    const ev = recorder();
+    const guard = createContextGuard({ contextWindow: 8_000, onEvent: ev.onEvent });
+    const x: Record<string, unknown> = { name: 'x' };
+    x['y'] = { back: x };
+    let bomb: Record<string, unknown> = { leaf: 1 };
+    for (let i = 0; i < 40; i++) bomb = { left: bomb, right: bomb };
+    const deepUnder = (value: unknown): Record<string, unknown> => {
+      let deep: Record<string, unknown> = { value };
+      for (let i = 0; i < 61; i++) deep = { d: deep };
+      return deep;
+    };
+    const messages = [
+      ...history(100).slice(0, -1),
+      ...toolStep('c1', { a: deepUnder(x), b: x }, 'one'),
+      ...toolStep('c2', { a: deepUnder(bomb), b: bomb }, 'two'),
+      user('latest'),
+    ];
+    await guard.beforeModel({ sessionId: 's', messages });
+    const left = ev.of('invalid-messages')[0];
+    expect(left?.indices).toEqual([messages.length - 5, messages.length - 3]);
+    expect(left?.reasons[0]).toMatch(/cycle/);
+    expect(left?.reasons[1]).toMatch(/same objects so many times/);
+  });
+
+  it('an entry whose role cannot even be printed is left out; beforeModel still answers', async () => {
+    const ev = recorder();
+    const guard = createContextGuard({ contextWindow: 8_000, onEvent: ev.onEvent });
+    const messages = [
+      system('s'),
+      { role: Object.create(null), content: 'x' },
+      user('hello'),
+    ] as unknown as GuardMessage[];
+    const r = await guard.beforeModel({ sessionId: 's', messages });
+    expect(r.messages).toEqual([system('s'), user('hello')]);
+    expect(ev.of('invalid-messages')[0]?.indices).toEqual([1]);
+  });
+
+  it('a tool output item whose type cannot be printed is compacted like any other', async () => {
+    const ev = recorder();
+    const guard = createContextGuard({ contextWindow: 8_000, onEvent: ev.onEvent, summarizer: () => 'S' });
+    const messages: GuardMessage[] = [system('s'), user('read the files')];
+    for (let i = 0; i < 6; i++) {
+      messages.push(
+        { role: 'assistant', content: [{ type: 'tool-call', toolCallId: `c${i}`, toolName: 'read', input: { i } }] },
+        {
+          role: 'tool',
+          content: [
+            {
+              type: 'tool-result',
+              toolCallId: `c${i}`,
+              toolName: 'read',
+              output: {
+                type: 'content',
+                value: [{ type: Object.create(null) as string }, { type: 'text', text: text(`out${i}`, 3_000) }],
+              },
+            },
+          ],
+        },
+        assistant('ok'),
+        user(`step ${i}`),
+      );
+    }
+    const r = await guard.beforeModel({ sessionId: 's', messages });
+    expect(ev.of('error')).toEqual([]);
+    expect(r.compaction).toBeDefined();
+    expect(r.tokens).toBeLessThanOrEqual(r.threshold);
   });
 
   it('an internal error fails closed: the smallest prompt that fits, never the raw input', async () => {

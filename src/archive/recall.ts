@@ -253,11 +253,11 @@ const MAX_OCCURRENCES = 200;
  * the cut on the wrong place), else its head and tail.
  */
 function around(text: string, terms: ReadonlyArray<{ term: string; weight: number }>, max: number): string {
-  const lower = lowerInPlace(text);
-  const hits: Array<{ at: number; k: number }> = [];
+  const { lower, at } = lowerCased(text);
+  const hits: Array<{ at: number; end: number; k: number }> = [];
   terms.forEach(({ term }, k) => {
     for (let i = lower.indexOf(term), n = 0; i >= 0 && n < MAX_OCCURRENCES; i = lower.indexOf(term, i + 1), n++)
-      hits.push({ at: i, k });
+      hits.push({ at: at(i), end: at(i + term.length - 1) + 1, k });
   });
   if (hits.length === 0) return clipMiddle(text, max);
   hits.sort((a, b) => a.at - b.at);
@@ -279,8 +279,7 @@ function around(text: string, terms: ReadonlyArray<{ term: string; weight: numbe
     if (score > best) {
       best = score;
       bestAt = (hits[lo] as { at: number }).at;
-      const last = hits[hi - 1] as { at: number; k: number };
-      bestEnd = last.at + (terms[last.k] as { term: string }).term.length;
+      bestEnd = (hits[hi - 1] as { end: number }).end;
     }
     const k = (hits[lo] as { k: number }).k;
     count[k] = (count[k] ?? 1) - 1;
@@ -294,18 +293,25 @@ function around(text: string, terms: ReadonlyArray<{ term: string; weight: numbe
 }
 
 /**
- * `text` in lower case, character for character: positions found in it are positions in `text`.
- * (A few characters lower to longer ones, `İ` to `i̇`: those keep the first character of it.)
+ * `text` in lower case (as the search lower-cases its terms), with where each of its characters is
+ * in `text`: a few characters lower to longer ones (`İ` to `i̇`), which moves every position after
+ * them.
  */
-function lowerInPlace(text: string): string {
+function lowerCased(text: string): { lower: string; at: (position: number) => number } {
   const lower = text.toLowerCase();
-  if (lower.length === text.length) return lower;
-  return text
-    .replace(/[^\0-\x7f]/g, (c) => {
-      const l = c.toLowerCase();
-      return l.length === c.length ? l : l.slice(0, c.length);
-    })
-    .toLowerCase();
+  if (lower.length === text.length) return { lower, at: (position) => position };
+  const origin = new Int32Array(lower.length + 1);
+  let j = 0;
+  for (let i = 0; i < text.length && j < lower.length; i++) {
+    const code = text.charCodeAt(i);
+    // A pair is lowered whole (its two halves apart would stay as they are).
+    const pair = code >= 0xd800 && code <= 0xdbff && i + 1 < text.length;
+    const lowered = (pair ? text.slice(i, i + 2) : (text[i] ?? '')).toLowerCase().length;
+    for (let n = 0; n < lowered && j < lower.length; n++) origin[j++] = i;
+    if (pair) i++;
+  }
+  for (; j <= lower.length; j++) origin[j] = text.length;
+  return { lower, at: (position) => origin[position] ?? text.length };
 }
 
 /** `max` characters of `text` from `start`, with markers saying how much is before and after (and how to read on). */

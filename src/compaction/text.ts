@@ -156,7 +156,8 @@ const CONTENT_MEDIA_TYPES = new Set([
 
 function contentItemText(item: ToolResultContentItem): string {
   if (!item || typeof item !== 'object') return asText(item);
-  const type = String(item.type);
+  // A tool's own value: its type may be anything, even an object without a string form.
+  const type = safeJson(item.type);
   const fields = item as Record<string, unknown>;
   if (type === 'text' && typeof fields.text === 'string') return fields.text;
   if (CONTENT_MEDIA_TYPES.has(type)) {

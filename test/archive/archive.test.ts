@@ -212,6 +212,17 @@ describe('recall', () => {
     expect(item?.text).toContain(fact);
   });
 
+  it('finds a query holding a capital dotted I (its lower case keeps the combining dot)', async () => {
+    const { guard } = setup();
+    const output = `${filler('head', 3_000)} the İstanbul office closed on Friday ${filler('tail', 3_000)}`;
+    const messages = session(8);
+    messages.splice(2, 0, ...toolStep('notes', { path: 'NOTES.md' }, output));
+    await guard.beforeModel({ sessionId: 's', messages });
+    const [item] = await guard.recall('s', { query: 'İstanbul', limit: 1, maxChars: 400 });
+    expect(item?.toolCallId).toBe('notes');
+    expect(item?.text).toContain('İstanbul office');
+  });
+
   it('answers [] and never throws for an unknown session, no query, or bad options', async () => {
     const { guard, ev } = setup();
     expect(await guard.recall('nobody', { query: 'x' })).toEqual([]);
