@@ -9,7 +9,7 @@ import type { ResolvedOptions } from './config.ts';
 import type { GuardMessage, UserMessage } from './messages.ts';
 import { mechanicalSummary } from './compaction/mechanical.ts';
 import { summaryMessage } from './compaction/placement.ts';
-import { clipMiddle, mediaLabel } from './compaction/text.ts';
+import { clipMiddle, formatCount, mediaLabel } from './compaction/text.ts';
 import { CHARS_PER_TOKEN, measureMessage } from './tokens/heuristic.ts';
 import { RecentMap } from './state/recent.ts';
 import { canonicalForms, MessageKeys } from './tokens/prompt-measure.ts';
@@ -29,7 +29,8 @@ const SMALL_VALUE = 8;
 export const MAX_EXPANDED_OBJECTS = 1_000_000;
 
 const CYCLE = 'a part refers to itself (a cycle cannot be sent as JSON)';
-const EXPANDS = `a part holds the same objects so many times that its JSON would hold over ${MAX_EXPANDED_OBJECTS.toLocaleString('en-US')} objects`;
+// Not toLocaleString: loading the locale data at import costs tens of milliseconds.
+const EXPANDS = `a part holds the same objects so many times that its JSON would hold over ${formatCount(MAX_EXPANDED_OBJECTS)} objects`;
 
 /** What the walk knows of an object it finished: its expanded size, found with `room` levels left. */
 interface Walked {
