@@ -22,7 +22,7 @@ import type { ContextGuardEvent, ErrorEvent } from './events.ts';
 import type { GuardMessage } from './messages.ts';
 import { isContextLengthError, promptTokensFromError } from './overflow.ts';
 import { needsCompaction, PairingProgress, prepare } from './prepare.ts';
-import { recordCall, recordUsage, reportEstimate, STALE_VIEW_ERROR } from './record.ts';
+import { recordCall, recordUsage, reportEstimate } from './record.ts';
 import { CheckedInputs, failClosed } from './safety.ts';
 import { SessionRepository } from './state/repository.ts';
 import type { SessionState, SessionStatus } from './state/session.ts';
@@ -142,20 +142,13 @@ class Guard implements ContextGuard {
     });
   };
 
-  /** Records a real count; a promise only when the store answers asynchronously. */
+  /**
+   * Records a real count; a promise only when the store answers asynchronously. A count far off its
+   * estimate marks the session state (SessionState.historyStale): the next call, in whichever
+   * process, compares the whole history (see beforeModelLocked).
+   */
   private recordCount(sessionId: string, input: AfterModelInput): Promise<void> | undefined {
-    const counted = recordUsage(this, sessionId, input.usage);
-    if (!(counted instanceof Promise)) return this.counted(sessionId, counted);
-    return counted.then((error) => this.counted(sessionId, error));
-  }
-
-  private counted(sessionId: string, error: number | undefined): undefined {
-    // The provider counted the prompt as sent, the host's current messages: an estimate this far
-    // off may come from an old message edited in place that the amortized input check has not
-    // compared yet. The next call compares them all: in this process at once, from its input
-    // check; in another one (a shared store) from the state's mark (see beforeModelLocked).
-    if (error !== undefined && Math.abs(error) > STALE_VIEW_ERROR) this.checkedInputs.checkFullNext(sessionId);
-    return undefined;
+    return recordUsage(this, sessionId, input.usage);
   }
 
   readonly status = async (sessionId: string): Promise<SessionStatus | undefined> => {

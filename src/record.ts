@@ -175,14 +175,14 @@ async function afterCompact(
 
 /**
  * afterModel: the real count, judged against the request waiting for it, folded into the
- * calibration. Answers the estimate's relative error when the count was recorded; at once (no
+ * calibration (and, when far off its estimate, marking the history as possibly stale). At once (no
  * promise) with the default in-memory store.
  */
 export function recordUsage(
   ctx: RecordContext,
   sessionId: string,
   usage: ModelUsage | null | undefined,
-): number | undefined | Promise<number | undefined> {
+): undefined | Promise<void> {
   const shape = usageShapeProblem(usage);
   if (shape || !usage) return ignoreUsage(ctx, sessionId, usage, shape ?? 'missing');
   const now = ctx.sessions.loadNow(sessionId);
@@ -207,7 +207,7 @@ function usageOn(
   sessionId: string,
   usage: ModelUsage,
   state: SessionState,
-): number | undefined | Promise<number | undefined> {
+): undefined | Promise<void> {
   const pending = state.calibration.pending;
   if (!pending) return ignoreUsage(ctx, sessionId, usage, 'no-request');
   const verdict = judgeUsage(usage, pending, ctx.options.calibration, state.status?.contextWindow);
@@ -244,23 +244,22 @@ function usageOn(
     if (status) next.status = { ...status, tokens, source: 'provider', fraction: tokens / status.contextWindow };
     return next;
   };
-  const finish = (): number | undefined => {
+  const finish = (): undefined => {
     if (!recorded) return ignoreUsage(ctx, sessionId, usage, 'no-request');
-    const { estimatedTokens } = recorded;
-    const relativeError = (estimatedTokens - inputTokens) / inputTokens;
     // Events go to onEvent only: none is built when nobody listens.
     if (ctx.options.onEvent) {
+      const { estimatedTokens } = recorded;
       const event: UsageRecordedEvent = {
         type: 'usage-recorded',
         sessionId,
         inputTokens,
         estimatedTokens,
-        relativeError,
+        relativeError: (estimatedTokens - inputTokens) / inputTokens,
       };
       if (outputTokens !== undefined) event.outputTokens = outputTokens;
       ctx.emit(event);
     }
-    return relativeError;
+    return undefined;
   };
   if (ctx.sessions.commitNow(sessionId, state, change)) return finish();
   return ctx.sessions.commit(sessionId, state, change).then(finish);

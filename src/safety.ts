@@ -384,8 +384,6 @@ interface CheckedHistory {
   rebuilt: boolean;
   /** Whether every message of the last input was compared (none of it taken on trust). */
   verified: boolean;
-  /** The next call compares every message (a real count disagreed with the estimate). */
-  fullNext: boolean;
 }
 
 /** What the input check found: the messages, and how far they were compared. */
@@ -434,13 +432,7 @@ export class CheckedInputs {
     if (history) {
       const { canon, keys } = history;
       const known = canon.length;
-      if (
-        this.amortized &&
-        !full &&
-        !history.fullNext &&
-        n >= known &&
-        known > HEAD_MESSAGES + BOUNDARY_MESSAGES + SLICE_MESSAGES
-      ) {
+      if (this.amortized && !full && n >= known && known > HEAD_MESSAGES + BOUNDARY_MESSAGES + SLICE_MESSAGES) {
         const sampled = sample(history, input);
         if (sampled !== undefined) {
           same = known;
@@ -481,11 +473,10 @@ export class CheckedInputs {
       canonicalForms.delete(input);
       return { ...checked, unchanged: same };
     }
-    const kept: CheckedHistory = history ?? { canon: next, keys, cursor: 0, rebuilt, verified, fullNext: false };
+    const kept: CheckedHistory = history ?? { canon: next, keys, cursor: 0, rebuilt, verified };
     kept.canon = next;
     kept.rebuilt = rebuilt;
     kept.verified = verified;
-    kept.fullNext = false;
     this.last.set(sessionId, kept);
     canonicalForms.set(input, { messages: next, length: n, rebuilt });
     return { messages: checked.messages, dropped: checked.dropped, reasons: checked.reasons, unchanged: same };
@@ -501,12 +492,6 @@ export class CheckedInputs {
     if (!history || history.verified || history.canon.length !== input.length) return undefined;
     const checked = this.check(sessionId, input, true);
     return checked.unchanged === input.length && checked.dropped.length === 0 ? undefined : checked;
-  }
-
-  /** The session's next check compares every message (its view may be stale: a real count disagreed). */
-  checkFullNext(sessionId: string): void {
-    const history = this.last.get(sessionId);
-    if (history) history.fullNext = true;
   }
 
   forget(sessionId: string): void {
