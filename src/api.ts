@@ -4,7 +4,7 @@ import type { CompactionReceipt, RecalledItem, RecallOptions } from './archive/t
 import type { ResolvedOptions } from './config.ts';
 import type { CompactionResult } from './compaction/types.ts';
 import type { GuardMessage, ToolDefinition } from './messages.ts';
-import type { ErrorEvent } from './events.ts';
+import type { ContextGuardEvent, ErrorEvent } from './events.ts';
 import type { SessionStatus } from './state/session.ts';
 
 export interface BeforeModelInput {
@@ -128,6 +128,14 @@ export interface ContextGuard {
   recall(sessionId: string, options: RecallOptions): Promise<RecalledItem[]>;
   /** The receipts of the session's compactions, oldest first (the most recent 200). */
   compactions(sessionId: string): Promise<CompactionReceipt[]>;
+  /**
+   * Hears the events of one session (the objects `onEvent` receives, those without a session
+   * excepted) until the returned function is called; what a live view of the context listens to
+   * (`writeContextParts` in `context-guard/ai-sdk`). A listener that throws is ignored. At most
+   * `maxSessions` subscriptions are held per guard: past that the oldest is dropped, so that
+   * subscriptions a host forgets to end cannot grow without bound.
+   */
+  subscribe(sessionId: string, listener: (event: ContextGuardEvent) => void): () => void;
   /** Reports a failure outside the guard (an adapter's) to `onEvent` as an `error` event; never throws. */
   reportError(report: { sessionId?: string | undefined; stage: ErrorEvent['stage']; error: unknown }): void;
   /** The validated options with their defaults. */

@@ -27,6 +27,7 @@ import { CheckedInputs, failClosed } from './safety.ts';
 import { SessionRepository } from './state/repository.ts';
 import type { SessionState, SessionStatus } from './state/session.ts';
 import type { StateStore } from './state/store.ts';
+import { SessionSubscriptions, type SessionListener } from './subscriptions.ts';
 import { PromptMeasurer } from './tokens/prompt-measure.ts';
 
 export type * from './api.ts';
@@ -46,11 +47,13 @@ class Guard implements ContextGuard {
   private readonly pairing: PairingProgress;
   private readonly compaction: CompactionEnv;
   private readonly archive: Archive;
+  private readonly subscriptions: SessionSubscriptions;
   /** A compaction may hold its lock for all its summarizer calls, with room. */
   private readonly lockTtlMs: number;
 
   constructor(resolved: ResolvedOptions) {
     this.options = resolved;
+    this.subscriptions = new SessionSubscriptions(resolved.maxSessions);
     this.sessions = new SessionRepository({
       store: resolved.store,
       maxSessions: resolved.maxSessions,
@@ -327,11 +330,20 @@ class Guard implements ContextGuard {
     }
   }
 
+  readonly subscribe = (sessionId: string, listener: SessionListener): (() => void) => {
+    if (typeof sessionId !== 'string' || !sessionId || typeof listener !== 'function') return () => {};
+    return this.subscriptions.add(sessionId, listener);
+  };
+
+  readonly listens = (sessionId: string): boolean =>
+    this.options.onEvent !== undefined || this.subscriptions.has(sessionId);
+
   readonly emit = (event: ContextGuardEvent): void => {
     try {
       this.options.onEvent?.(event);
     } catch {
       // A logging callback must never break the agent it observes.
     }
+    this.subscriptions.deliver(event);
   };
 }

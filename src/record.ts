@@ -27,12 +27,14 @@ export interface RecordContext {
   options: ResolvedOptions;
   sessions: SessionRepository;
   emit: (event: ContextGuardEvent) => void;
+  /** Whether anyone hears this session's events (onEvent, or a subscription): events are built only then. */
+  listens(sessionId: string): boolean;
 }
 
 export function reportEstimate(ctx: RecordContext, call: Call, p: Prepared, modelId: string | undefined): void {
-  // Events go to onEvent only: none are built when nobody listens.
-  if (!ctx.options.onEvent) return;
   const { sessionId, contextWindow, threshold } = call;
+  // None are built when nobody listens.
+  if (!ctx.listens(sessionId)) return;
   const { unansweredCalls, orphanResults } = p.view;
   if (unansweredCalls + orphanResults > 0)
     ctx.emit({ type: 'tool-pairing-repaired', sessionId, unansweredCalls, orphanResults });
@@ -246,8 +248,8 @@ function usageOn(
   };
   const finish = (): undefined => {
     if (!recorded) return ignoreUsage(ctx, sessionId, usage, 'no-request');
-    // Events go to onEvent only: none is built when nobody listens.
-    if (ctx.options.onEvent) {
+    // None is built when nobody listens.
+    if (ctx.listens(sessionId)) {
       const { estimatedTokens } = recorded;
       const event: UsageRecordedEvent = {
         type: 'usage-recorded',

@@ -6,6 +6,17 @@ export { compactTool } from './compact-tool.ts';
 export type { CompactToolOptions } from './compact-tool.ts';
 export { recallTool } from './recall-tool.ts';
 export type { RecallToolOptions } from './recall-tool.ts';
+export { writeContextParts } from './ui-parts.ts';
+export type {
+  ContextGuardCompaction,
+  ContextGuardDataParts,
+  ContextGuardMeter,
+  ContextGuardPart,
+  ContextGuardUIMessage,
+  ContextPartsWriter,
+  StopContextParts,
+  WriteContextPartsOptions,
+} from './ui-parts.ts';
 export { aiSdkSummarizer } from './summarizer.ts';
 export { deriveSessionId } from '../shared/session-id.ts';
 export { isContextLengthError, promptTokensFromError } from './overflow.ts';

@@ -7,10 +7,20 @@
 //   its length, it is compacted and sent once more; the provider's real count (the response's
 //   usage_metadata) is recorded there, once per model call.
 // Both hooks pass the run's abort signal to the guard: an aborted run does not wait for a summary.
+// Both write the session's context (meter and compactions, the parts writeContextParts writes for AI
+// SDK UI) to the run's stream writer: `agent.stream(input, { streamMode: 'custom' })` yields them.
 import { RemoveMessage, type SystemMessage, type BaseMessage } from '@langchain/core/messages';
 import { createMiddleware, type ModelRequest, type WrapModelCallHandler } from 'langchain';
-import type { ContextGuard, ContextGuardOptions, ErrorEvent, ModelUsage, ToolDefinition } from '../../src/index.ts';
+import {
+  thresholdFor,
+  type ContextGuard,
+  type ContextGuardOptions,
+  type ErrorEvent,
+  type ModelUsage,
+  type ToolDefinition,
+} from '../../src/index.ts';
 import { BoundedMap } from '../shared/bounded-map.ts';
+import { watchContext, type ContextGuardPart, type ContextWatch, type MeterScale } from '../shared/context-parts.ts';
 import { reportAdapterError } from '../shared/model-window.ts';
 import { retryAfterOverflow } from '../shared/overflow-retry.ts';
 import { adapterGuard, latestModelSummarizer } from '../shared/owned-guard.ts';
@@ -137,7 +147,13 @@ async function compactState(agent: AgentGuard, state: AgentState, runtime: unkno
   // window may only be known from the model's profile: wrapModelCall fits that first request,
   // and this hook compacts the state from the next call on.
   if (!shape && agent.guard.contextWindowFor({}) === undefined) return undefined;
-  const compacted = await guardMessages(agent, sessionId, shape, messages, signalOf(runtime));
+  const watch = watchStream(agent, sessionId, runtime);
+  let compacted: BaseMessage[] | undefined;
+  try {
+    compacted = await guardMessages(agent, sessionId, shape, messages, signalOf(runtime));
+  } finally {
+    watch?.stop();
+  }
   // What the model call will receive, so that wrapModelCall need not run the guard again
   // (once per model call: one estimate event, one pending request).
   agent.checked.set(sessionId, { messages: compacted ?? messages, shape });
@@ -177,7 +193,27 @@ async function fitRequest(agent: AgentGuard, request: ModelRequest, handler: Wra
     seen.shape.system === shape.system &&
     seen.shape.tools === shape.tools;
   const signal = signalOf(request.runtime);
-  const messages = checkedAlready ? undefined : await guardMessages(agent, sessionId, shape, request.messages, signal);
+  const watch = watchStream(agent, sessionId, request.runtime, scaleOf(agent.guard, shape));
+  try {
+    return await callModel(agent, sessionId, shape, request, handler, !checkedAlready, signal);
+  } finally {
+    // The meter as the session's status has it after the call, when the count heard here could not
+    // be drawn (no window known for this request: then the status has the one the guard used).
+    await watch?.finish(true);
+  }
+}
+
+/** The model call of wrapModelCall: the request fitted (unless `fit` is off), sent, retried once after a context-length rejection. */
+async function callModel(
+  agent: AgentGuard,
+  sessionId: string,
+  shape: RequestShape,
+  request: ModelRequest,
+  handler: WrapModelCallHandler,
+  fit: boolean,
+  signal: AbortSignal | undefined,
+) {
+  const messages = fit ? await guardMessages(agent, sessionId, shape, request.messages, signal) : undefined;
   let response: Awaited<ReturnType<WrapModelCallHandler>>;
   try {
     response = await handler(messages ? { ...request, messages } : request);
@@ -222,6 +258,35 @@ function usageOfResponse(response: unknown): ModelUsage | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Writes the session's context parts to the run's stream writer (`runtime.writer`: LangGraph's
+ * custom stream mode, a no-op unless the run streams `custom`) while a hook runs.
+ */
+function watchStream(
+  agent: AgentGuard,
+  sessionId: string,
+  runtime: unknown,
+  scale?: MeterScale,
+): ContextWatch | undefined {
+  let writer: unknown;
+  try {
+    writer = (runtime as { writer?: unknown } | undefined)?.writer;
+  } catch {
+    return undefined;
+  }
+  if (typeof writer !== 'function') return undefined;
+  const write = writer as (chunk: ContextGuardPart) => void;
+  return watchContext(agent.guard, sessionId, (part) => write(part), { scale });
+}
+
+/** The window and threshold the guard measures a request of this shape against (as its call does). */
+function scaleOf(guard: ContextGuard, shape: RequestShape): MeterScale | undefined {
+  const contextWindow = guard.contextWindowFor({ modelId: shape.modelId, contextWindow: shape.window });
+  if (contextWindow === undefined) return undefined;
+  const threshold = thresholdFor(contextWindow, guard.options.buffer);
+  return { contextWindow, threshold: threshold > 0 ? threshold : thresholdFor(contextWindow, undefined) };
 }
 
 /** The run's abort signal, as LangChain gives it to middleware hooks (`runtime.signal`). */

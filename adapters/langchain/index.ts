@@ -2,6 +2,12 @@
 // a createAgent middleware, a guarded chat model, and a callback handler for hand-written loops.
 export { contextGuardMiddleware } from './agent-middleware.ts';
 export type { ContextGuardAgentMiddlewareOptions } from './agent-middleware.ts';
+export type {
+  ContextGuardCompaction,
+  ContextGuardDataParts,
+  ContextGuardMeter,
+  ContextGuardPart,
+} from '../shared/context-parts.ts';
 export { withContextGuard, GuardedChatModel } from './with-context-guard.ts';
 export type { SessionIdOption, WithContextGuardOptions } from './with-context-guard.ts';
 export { ContextGuardCallbackHandler, SUMMARIZER_TAG, usageFromLLMResult } from './callback-handler.ts';
