@@ -7,7 +7,7 @@ import { MemorySaver } from '@langchain/langgraph';
 import { createAgent } from 'langchain';
 import { describe, expect, it } from 'vitest';
 import { contextGuardMiddleware, type ContextGuardPart } from '../../../adapters/langchain/index.ts';
-import { ToolCountingChatModel, readTool, requestTokens, scriptedReplies } from './agent-helpers.ts';
+import { ToolCountingChatModel, readTool, scriptedReplies } from './agent-helpers.ts';
 
 const WINDOW = 8_000;
 
@@ -59,11 +59,13 @@ describe("createAgent middleware: the context in LangGraph's custom stream mode"
     }
     // Every part keeps the meter's one id; each compaction has its own.
     const ids = chunks.map((c) => c.id);
-    expect(new Set(ids.filter((id, i) => chunks[i]!.type === 'data-context-guard'))).toEqual(new Set(['context-guard']));
+    expect(new Set(ids.filter((_, i) => chunks[i]!.type === 'data-context-guard'))).toEqual(new Set(['context-guard']));
     expect(new Set(ids.filter((_, i) => chunks[i]!.type !== 'data-context-guard')).size).toBe(compactions.length);
     // The meter falls at the first compaction: the count after it is below the count before it.
     const first = chunks.findIndex((c) => c.type === 'data-context-guard-compaction');
-    const before = chunks.slice(0, first).findLast((c) => c.type === 'data-context-guard' && c.data.source === 'provider');
+    const before = chunks
+      .slice(0, first)
+      .findLast((c) => c.type === 'data-context-guard' && c.data.source === 'provider');
     const after = chunks.slice(first).find((c) => c.type === 'data-context-guard' && c.data.source === 'provider');
     expect(before && after).toBeTruthy();
     expect((after as { data: { tokens: number } }).data.tokens).toBeLessThan(
