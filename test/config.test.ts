@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { compactionSettings, resolveOptions } from '../src/config.ts';
 import { bufferTokens, ContextGuardConfigError, createContextGuard, thresholdFor } from '../src/index.ts';
@@ -165,5 +166,27 @@ describe('compaction depth paced by growth', () => {
 
   it('never raises a target set below the floor', () => {
     expect(at(50_000, { target: 0.1 })).toBe(20_000);
+  });
+
+  it('never goes below a fifth of the window (or the target set, when lower), nor above the target, at any pace', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 4_000, max: 2_000_000 }),
+        fc.double({ min: 0.01, max: 0.7, noNaN: true }),
+        fc.double({ min: 0, max: 1e7, noNaN: true }),
+        fc.integer({ min: 0, max: 50 }),
+        (window, target, growth, minCallsBetween) => {
+          const configured = Math.min(target * window, thresholdFor(window, undefined) * 0.9);
+          const paced = compactionSettings(
+            resolveOptions({ target, cost: { minCallsBetween } }),
+            window,
+            thresholdFor(window, undefined),
+            growth,
+          ).target;
+          expect(paced).toBeLessThanOrEqual(configured);
+          expect(paced).toBeGreaterThanOrEqual(Math.min(configured, 0.2 * window));
+        },
+      ),
+    );
   });
 });

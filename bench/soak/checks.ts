@@ -187,8 +187,11 @@ function textOnly(part: ToolResultPart): boolean {
 /**
  * Tool results shown as a removal placeholder although their own output is shorter than the
  * placeholder (removing it saves nothing, so no compaction step would choose to): an edit meant for
- * another result with the same tool call id. Results of one id are matched by position from the
- * end: what a compaction removes is a prefix of the conversation, so the output keeps the newest.
+ * another result with the same tool call id. A placeholder names the size of the output it stands
+ * for (written from the part it replaces); with reused ids that size tells which result it is (the
+ * output need not keep the newest ones: the latest tool step stays while a newer entry of the same
+ * id may have been left out as invalid). Otherwise (no size named, or none of the id's results has
+ * it) results of one id are matched by position from the end.
  */
 export function misplacedPlaceholders(sent: readonly unknown[], out: readonly unknown[]): string[] {
   const problems: string[] = [];
@@ -198,7 +201,12 @@ export function misplacedPlaceholders(sent: readonly unknown[], out: readonly un
     shown.forEach((part, k) => {
       const value = (part.output as { value?: unknown } | undefined)?.value;
       if (typeof value !== 'string' || !REMOVED.test(value)) return;
-      const original = mine[mine.length - shown.length + k];
+      const named = /removed to save context \(([\d,]+) characters/.exec(value)?.[1];
+      const namedSize = named === undefined ? undefined : Number(named.replace(/,/g, ''));
+      const original =
+        (namedSize !== undefined && mine.length > shown.length
+          ? mine.find((o) => textOnly(o) && toolOutputText(o.output).text.length === namedSize)
+          : undefined) ?? mine[mine.length - shown.length + k];
       if (!original || !textOnly(original)) return;
       const size = toolOutputText(original.output).text.length;
       if (size < value.length) {

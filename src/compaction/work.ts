@@ -108,6 +108,13 @@ export class Work {
   readonly settings: CompactionSettings;
   /** The latest request's index in the host's history (-1: none). */
   readonly request: number;
+  /**
+   * The latest tool results: the host's tool messages after its last assistant message (the model
+   * asked for them and has not seen them yet). `protected`: they fit under the threshold with the
+   * system messages and the latest request, so no step may cut, replace or summarize them (see
+   * {@link latestToolResults}).
+   */
+  readonly latest: LatestResults;
   readonly steps: CompactionStep[] = [];
   readonly stats: Stats = {
     pruned: 0,
@@ -159,8 +166,14 @@ export class Work {
       else delete memo.media;
     }
     this.memo = memo;
+    this.latest = latestToolResults(p, this.request);
     this.cur = this.render();
     this.messagesBefore = this.cur.view.messages.length;
+  }
+
+  /** Whether host message `origin` holds latest tool results that no step may touch. */
+  protects(origin: number): boolean {
+    return this.latest.protected && this.latest.messages.has(origin);
   }
 
   /** The prompt the memo makes of the host's messages, measured and priced in whole tokens. */
@@ -206,7 +219,9 @@ export class Work {
   toolResults() {
     return this.cur.view.messages.flatMap((m, i) => {
       const o = this.cur.view.origin[i] ?? -1;
-      return o >= 0 ? toolResultsOf(m).map((part) => ({ part, index: i, key: toolEditKey(o, part.toolCallId) })) : [];
+      return o >= 0
+        ? toolResultsOf(m).map((part) => ({ part, index: i, origin: o, key: toolEditKey(o, part.toolCallId) }))
+        : [];
     });
   }
 
@@ -240,6 +255,39 @@ export class Work {
     };
     return { memo, view: cur.view, tokens: cur.tokens, result, batches: stats.batches };
   }
+}
+
+export interface LatestResults {
+  /** The host index of the last assistant message (-1: none): where the latest tool step starts. */
+  from: number;
+  /** Host indices of the tool messages after it. */
+  messages: Set<number>;
+  /** They fit with the system messages and the request, so they are sent whole. */
+  protected: boolean;
+}
+
+/**
+ * The latest tool results and whether they are protected: the smallest prompt that holds them (the
+ * system messages, the latest request with its media named, and everything from the last assistant
+ * message on) is under the threshold. Then a cost target (the target, its pace, the tool result
+ * cap, the recent tail) never cuts them: what the model asked for and has not seen yet reaches it
+ * whole, and only the threshold could justify a cut.
+ */
+function latestToolResults(p: PipelineInput, request: number): LatestResults {
+  const { input } = p;
+  let from = input.length - 1;
+  while (from >= 0 && input[from]?.role !== 'assistant') from--;
+  const messages = new Set<number>();
+  if (from < 0) return { from, messages, protected: false };
+  for (let i = from + 1; i < input.length; i++) if (input[i]?.role === 'tool') messages.add(i);
+  if (messages.size === 0) return { from, messages, protected: false };
+  // The request with its images and files: they are the user's, and go after tool output.
+  const smallest: GuardMessage[] = [];
+  input.forEach((m, i) => {
+    if ((i < from && m?.role === 'system') || i === request || i >= from) smallest.push(m);
+  });
+  const measured = p.measure(smallest);
+  return { from, messages, protected: p.price(measured.chars, measured.mediaTokens) <= p.threshold };
 }
 
 /**

@@ -99,18 +99,26 @@ function expectCompacted(report: SimulationReport): void {
 
 /**
  * `summarize-all`: right after a compaction that summarized, the request is exactly
- * [system..., summary, request, continuation note]. (A compaction that pruning alone brought under
- * target, the cheapest step, keeps the messages.)
+ * [system..., summary, request, continuation note], then the latest tool step (the call and the
+ * results the model has not seen) when the history ends with one. (A compaction that pruning alone
+ * brought under target, the cheapest step, keeps the messages.)
  */
 function expectSummarizeAllShape(report: SimulationReport): void {
   for (const step of report.compactions) {
     const r = report.records[step]!;
     if (!r.compaction!.steps.some((s) => s === 'summary' || s === 'mechanical')) continue;
     const out = r.result.messages;
+    const history = report.history.slice(0, r.historyMessages);
+    const tail = out.slice(4);
     expect(
-      out.map((m) => m.role),
+      out.slice(0, 4).map((m) => m.role),
       `step ${step}`,
     ).toEqual(['system', 'user', 'user', 'user']);
+    if (tail.length > 0) expect(tail, `step ${step}: the latest tool step, whole`).toEqual(history.slice(-tail.length));
+    expect(
+      tail.map((m) => m.role),
+      `step ${step}`,
+    ).toEqual(tail.length > 0 ? ['assistant', ...tail.slice(1).map(() => 'tool')] : []);
     if (r.compaction!.summary) expect(userText(out[1]!), `step ${step}`).toContain(r.compaction!.summary.slice(0, 40));
   }
 }

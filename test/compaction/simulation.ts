@@ -531,12 +531,15 @@ export function expectNoCompactionLoop(
     }
     // Growth since the previous compaction, and the room that compaction left under the threshold.
     const since = records.slice((previous?.step ?? -1) + 1, r.step + 1).reduce((n, x) => n + added(x), 0);
-    const gap = previous ? r.threshold - Math.max(previous.compaction!.target, irreducibleFloor(report, previous)) : 0;
+    // Without usage the guard prices what it kept at the default correction (1.5), not at the real ratio.
+    const floor = previous ? irreducibleFloor(report, previous) * (usage ? 1 : Math.max(1, 1.5 / scenario.ratio)) : 0;
+    const gap = previous ? r.threshold - Math.max(previous.compaction!.target, floor) : 0;
     // Estimates carry some noise (framing, calibration): a tenth of the gap and 3% of the threshold.
     const enough = slack * gap - 0.03 * r.threshold;
     if (since >= enough) paidByGrowth++;
     if (previous && r.step - previous.step <= spacing) {
       const p = previous.compaction!;
+
       at(
         where,
         () => report,
@@ -594,8 +597,11 @@ export function expectStablePrefix(report: SimulationReport): void {
  * history messages it kept (verbatim, clipped or pruned) beyond the minimum. The minimum is the
  * system messages, the first user request at the top (keep-recent keeps it), the latest user
  * request (verbatim or quoted), the last message or tool-call group (a call and its results go
- * together), and what the guard wrote itself (the summary, the continuation); tool definitions are
- * in the real count too.
+ * together), the latest tool step (the last assistant message and what follows it when no
+ * assistant message does: results the model has not seen, which no cost target may cut), the user
+ * messages a summary carries over verbatim before itself (within their budget: a cost target does
+ * not cut the user's words either), and what the guard wrote itself (the summary, the
+ * continuation); tool definitions are in the real count too.
  */
 export function irreducibleFloor(report: SimulationReport, record: StepRecord): number {
   const history = report.history.slice(0, record.historyMessages);
@@ -611,8 +617,13 @@ export function irreducibleFloor(report: SimulationReport, record: StepRecord): 
   // The last unit starts at the last message that is not a tool result (its call's message).
   let lastUnit = out.length - 1;
   while (lastUnit > 0 && out[lastUnit]!.role === 'tool') lastUnit--;
+  const lastAssistant = out.findLastIndex((m) => m.role === 'assistant');
+  if (lastAssistant >= 0 && out.slice(lastAssistant + 1).some((m) => m.role === 'tool'))
+    lastUnit = Math.min(lastUnit, lastAssistant);
+  const summary = out.findIndex((m) => m.role === 'user' && userText(m).startsWith('[Context Summary]'));
   const droppable = out.filter((m, k) => {
     if (m.role === 'system' || k >= lastUnit) return false;
+    if (m.role === 'user' && k < summary) return false;
     if (m.role !== 'user') return true; // assistant and tool messages all come from the history
     const text = userText(m);
     if (latest && text.includes(latest)) return false;

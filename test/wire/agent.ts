@@ -84,14 +84,16 @@ function readText(r: WireRun, call: WireCall): string {
 /**
  * The checks on every request the provider received: within its window by its own count, nothing
  * it rejects (orphans, stale references, bad signatures), the user's request whole; and once the
- * guard has clipped a long original, never that original again (a provider reference or a package
- * re-sending it would bring it back).
+ * guard has taken a long original out of a request (clipped or summarized), never that original
+ * again (a provider reference or a package re-sending it would bring it back).
  */
 export function expectEveryRequestSound(r: WireRun, window = WINDOW): void {
-  // Where each long original was written: the request its answer replied to.
+  // Where each long original was written (the request its answer replied to), and the first agent
+  // request after it without it (-1: none yet).
   const written = ORIGINAL_MIDDLES.map((middle) => ({
     middle,
     at: r.fake.calls.findIndex((c) => JSON.stringify(c.reply ?? '').includes(middle)),
+    goneAt: -1,
   }));
   for (const call of r.fake.calls) {
     const what = `request ${call.index} (${call.summarizer ? 'summarizer' : 'agent'})`;
@@ -100,12 +102,15 @@ export function expectEveryRequestSound(r: WireRun, window = WINDOW): void {
     if (call.summarizer) continue;
     expect(hasRequest(call), `request ${call.index}: the user's request, whole`).toBe(true);
     const read = readText(r, call);
-    for (const { middle, at } of written) {
-      const clipped = at >= 0 && r.hardFits.some((h) => h > at && h <= call.index);
-      if (clipped)
-        expect(read.includes(middle), `request ${call.index} carries an original the guard clipped: ${middle}`).toBe(
-          false,
-        );
+    for (const w of written) {
+      if (w.at < 0 || call.index <= w.at) continue;
+      const carried = read.includes(w.middle);
+      if (w.goneAt >= 0)
+        expect(
+          carried,
+          `request ${call.index} carries an original the guard took out at request ${w.goneAt}: ${w.middle}`,
+        ).toBe(false);
+      else if (!carried) w.goneAt = call.index;
     }
   }
 }

@@ -1,7 +1,11 @@
 // Step 3: when pruning and the summary were not enough (a single tool result larger than the
-// window, a giant recent turn), what matters least is cut down to the target first: the largest
-// tool outputs, then images and files (oldest first, named by a placeholder), then assistant text,
-// then the user's earlier messages. The latest request is never among them.
+// window, a giant recent turn), what matters least is cut until the prompt is under the threshold:
+// the largest tool outputs, then images and files (oldest first, named by a placeholder), then
+// assistant text, then the user's earlier messages. The latest request is never among them, nor the
+// latest tool results when they fit with it (see Work.latest). Its aim is the threshold, not the
+// target: the target is a cost (how far the next compaction is), and pruning and summaries, which
+// the archive makes lossless, may pursue it; a destructive cut is made only because the prompt
+// would not fit otherwise.
 import type { GuardMessage } from '../../messages.ts';
 import { mediaKey } from '../media-placeholder.ts';
 import { outputChars } from '../prune.ts';
@@ -9,10 +13,12 @@ import { MIN_KEPT_CHARS, waterLevel, type Work } from '../work.ts';
 
 export function hardFit(w: Work): void {
   const request = w.request;
-  if (!w.under()) shrinkToolOutputs(w);
-  if (!w.under()) replaceMediaUntil(w, w.settings.target, (o) => o !== request);
-  if (!w.under()) clipMessagesOf(w, (m) => m.role === 'assistant');
-  if (!w.under()) clipMessagesOf(w, (m, o) => m.role === 'user' && o !== request);
+  const aim = w.p.threshold;
+  const over = () => w.cur.tokens > aim;
+  if (over()) shrinkToolOutputs(w, aim);
+  if (over()) replaceMediaUntil(w, aim, (o) => o !== request);
+  if (over()) clipMessagesOf(w, aim, (m) => m.role === 'assistant');
+  if (over()) clipMessagesOf(w, aim, (m, o) => m.role === 'user' && o !== request);
 }
 
 /** Characters a cut adds (the marker saying how much was left out, with its line breaks). */
@@ -38,11 +44,11 @@ function nextCut(current: number | undefined, size: number, level: number): numb
   return next === current ? undefined : next;
 }
 
-/** The largest tool outputs, cut evenly (water-filling) down to the target, in a few rounds that close the gap. */
-function shrinkToolOutputs(w: Work): void {
-  for (let round = 0; round < 3 && !w.under(); round++) {
-    const results = w.toolResults();
-    const excess = (w.cur.tokens - w.settings.target) / w.p.tokensPerChar;
+/** The largest tool outputs, cut evenly (water-filling) down to `aim`, in a few rounds that close the gap. */
+function shrinkToolOutputs(w: Work, aim: number): void {
+  for (let round = 0; round < 3 && w.cur.tokens > aim; round++) {
+    const results = w.toolResults().filter((r) => !w.protects(r.origin));
+    const excess = (w.cur.tokens - aim) / w.p.tokensPerChar;
     const level = levelWithMarkers(
       results.map((r) => outputChars(r.part)),
       excess,
@@ -93,11 +99,11 @@ export function replaceMediaUntil(w: Work, aim: number, which: (origin: number) 
   if (w.cur.tokens > aim) replaceMediaUntil(w, aim, which);
 }
 
-/** Clips the text of the host's messages `which` accepts, largest first (water-filling), down to the target. */
-function clipMessagesOf(w: Work, which: (message: GuardMessage, origin: number) => boolean): void {
+/** Clips the text of the host's messages `which` accepts, largest first (water-filling), down to `aim`. */
+function clipMessagesOf(w: Work, aim: number, which: (message: GuardMessage, origin: number) => boolean): void {
   // A few rounds: a clipped message keeps a little more than its level (markers, its parts'
   // shares), and a round measured on the clipped prompt closes the gap.
-  for (let round = 0; round < 3 && !w.under(); round++) {
+  for (let round = 0; round < 3 && w.cur.tokens > aim; round++) {
     const candidates: Array<{ index: number; chars: number }> = [];
     w.cur.view.messages.forEach((m, i) => {
       const o = w.cur.view.origin[i] ?? -1;
@@ -105,7 +111,7 @@ function clipMessagesOf(w: Work, which: (message: GuardMessage, origin: number) 
       if (o < 0 || m.role === 'system' || m.role === 'tool' || !which(m, o)) return;
       candidates.push({ index: i, chars: w.cur.entries[i]?.chars ?? 0 });
     });
-    const excess = (w.cur.tokens - w.settings.target) / w.p.tokensPerChar;
+    const excess = (w.cur.tokens - aim) / w.p.tokensPerChar;
     const level = levelWithMarkers(
       candidates.map((c) => c.chars),
       excess,

@@ -1,6 +1,6 @@
 // Step 4, when even hard fit leaves the prompt over the threshold (or the system messages, tools
 // and the request's text are over it from the start): the smallest prompt, the system messages and
-// the latest request, nothing else. What leaves the prompt is folded into the summary's text as a
+// the latest request, with the latest tool step when its results fit beside them, nothing else. What leaves the prompt is folded into the summary's text as a
 // digest: not sent now, but the next summary builds on it. Then, only as far as needed: the
 // request's own images and files, oldest first; its text, only when it alone exceeds what is left
 // of the window (it is the one message the model must see whole).
@@ -26,15 +26,18 @@ export function lastResort(w: Work): boolean {
 
 function smallestPrompt(w: Work): void {
   const { p, memo, cur, request } = w;
+  // The latest tool step (from the last assistant message on) stays when its results fit with the
+  // system messages and the request (see Work.latest): the model asked for them.
+  const end = w.latest.protected ? w.latest.from : p.input.length;
   const systems: number[] = [];
   p.input.forEach((m, i) => {
-    if (m?.role === 'system') systems.push(i);
+    if (m?.role === 'system' && i < end) systems.push(i);
   });
   const leaving: GuardMessage[] = [];
   cur.view.messages.forEach((m, i) => {
     const o = cur.view.origin[i] ?? -1;
     // The host's own words, not the placeholders and cuts of this compaction.
-    if (o >= 0 && o !== request && m.role !== 'system') leaving.push(p.input[o] as GuardMessage);
+    if (o >= 0 && o < end && o !== request && m.role !== 'system') leaving.push(p.input[o] as GuardMessage);
   });
   let text = memo.summary?.text ?? '';
   if (leaving.length > 0) {
@@ -46,8 +49,8 @@ function smallestPrompt(w: Work): void {
   // Clip-archive batches are folded into the digest's text: the next summary starts from it.
   delete memo.batches;
   memo.summary = {
-    covers: p.prefixOf(p.input.length),
-    keep: request >= 0 ? [...systems, request] : systems,
+    covers: p.prefixOf(end),
+    keep: request >= 0 && request < end ? [...systems, request] : systems,
     messages: [],
     text,
     ...(memo.summary?.fileOps ? { fileOps: memo.summary.fileOps } : {}),

@@ -2,7 +2,9 @@
 // to give up (the tool can be run again). Oversized results are truncated (head and tail kept);
 // then, outside a protected recent tail, old results are replaced by a placeholder that names what
 // was removed, but only when that alone reaches the target: otherwise those outputs are better
-// read by the summarizer than thrown away before it.
+// read by the summarizer than thrown away before it. The latest tool results (the model has not
+// seen them yet) are never touched when they fit under the threshold (see Work.latest): the cap
+// and the target are costs, and a cost never takes from the model what it is waiting for.
 import { isProtectedTool, outputChars, PLACEHOLDER, placeholderOutput } from '../prune.ts';
 import { toolOutputText } from '../text.ts';
 import { MIN_KEPT_CHARS, type Work } from '../work.ts';
@@ -21,8 +23,9 @@ type PruneSettings = Exclude<Work['settings']['prune'], false>;
 
 function truncateOversized(w: Work, options: PruneSettings): void {
   const maxChars = Math.max(MIN_KEPT_CHARS, Math.floor(options.maxToolResultTokens / w.p.tokensPerChar));
-  for (const { part, key } of w.toolResults()) {
-    if (isProtectedTool(part.toolName, options.neverPrune) || Object.hasOwn(w.memo.tools, key)) continue;
+  for (const { part, key, origin } of w.toolResults()) {
+    if (isProtectedTool(part.toolName, options.neverPrune) || Object.hasOwn(w.memo.tools, key) || w.protects(origin))
+      continue;
     // Truncating barely-over results would save less than the marker it adds.
     if (outputChars(part) > maxChars + TRUNCATION_MARGIN_CHARS) {
       w.memo.tools[key] = maxChars;
@@ -41,8 +44,9 @@ function replaceOld(w: Work, options: PruneSettings): void {
   }
   const candidates = w.toolResults().filter(
     // Errors are small and say what went wrong: they are kept for the summary.
-    ({ part, index, key }) =>
+    ({ part, index, key, origin }) =>
       index < protectedFrom &&
+      !w.protects(origin) &&
       !isProtectedTool(part.toolName, options.neverPrune) &&
       w.memo.tools[key] !== PLACEHOLDER &&
       !toolOutputText(part.output).isError,

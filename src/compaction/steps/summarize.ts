@@ -72,6 +72,12 @@ function chooseCut(w: Work): { from: number; cut: number } | undefined {
     while (k > 0 && acc + unitTokens(units[k - 1] as Unit) <= budget) acc += unitTokens(units[--k] as Unit);
     cut = (units[k] as Unit).start;
   }
+  // The latest tool step stays verbatim when its results are protected (see Work.latest), in
+  // summarize-all as well: the model has not seen them, and a summary is no way to read them.
+  if (w.latest.protected) {
+    const at = w.cur.view.origin.indexOf(w.latest.from);
+    if (at >= from) cut = Math.min(cut, at);
+  }
   return cut > from ? { from, cut } : undefined;
 }
 

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import type { GuardMessage } from '../../../src/index.ts';
 import { lastResort } from '../../../src/compaction/steps/last-resort.ts';
 import { Work } from '../../../src/compaction/work.ts';
-import { assistant, system, user } from '../../helpers.ts';
+import { assistant, system, toolStep, user } from '../../helpers.ts';
 import { image, memo, pipelineInput, text, work } from './harness.ts';
 
 const SYS = system('sys');
@@ -34,6 +34,20 @@ describe('lastResort: the smallest prompt', () => {
     expect(w.memo.summary).toMatchObject({ covers: { messages: 6 }, keep: [0, 5], messages: [] });
     expect(w.steps).toEqual(['hard-fit']);
     expect(h.starts()).toBe(1);
+  });
+
+  it('keeps the latest tool step when its results fit beside the request', () => {
+    const step = toolStep('c1', { path: 'a.ts' }, text('R1', 12_000));
+    const h = pipelineInput([...history(), ...step]);
+    const w = new Work(h.input);
+    expect(lastResort(w)).toBe(false);
+    expect(w.cur.view.messages).toEqual([SYS, REQUEST, ...step]);
+    expect(w.memo.summary).toMatchObject({ covers: { messages: 6 }, keep: [0, 5], messages: [] });
+    // Too large to fit with them: the smallest prompt is the system messages and the request.
+    const huge = toolStep('c1', { path: 'a.ts' }, text('R1', 40_000));
+    const w2 = work([...history(), ...huge]);
+    lastResort(w2);
+    expect(w2.cur.view.messages).toEqual([SYS, REQUEST]);
   });
 
   it('keeps a digest of what left the prompt for the next summary, without sending it', () => {

@@ -6,7 +6,7 @@ import type { GuardMessage } from '../../../src/index.ts';
 import { PLACEHOLDER } from '../../../src/compaction/prune.ts';
 import { prune } from '../../../src/compaction/steps/prune.ts';
 import { Work } from '../../../src/compaction/work.ts';
-import { system, toolStep, user } from '../../helpers.ts';
+import { assistant, system, toolStep, user } from '../../helpers.ts';
 import { SETTINGS, outputText, pipelineInput, text, toolResultParts, work } from './harness.ts';
 
 /** [system, start, (optionally a user message of `userChars`), 6 tool steps of 3,600 characters, a short request]. */
@@ -40,10 +40,12 @@ function placeholders(w: Work): number[] {
 }
 
 describe('prune: truncation', () => {
+  // The model has seen the result (an assistant message follows it): not one of the latest results.
   const big = (size: number, name = 'read_file') => [
     system('sys'),
     user('start'),
     ...toolStep('c1', { path: 'a.ts' }, text('R1', size), name),
+    assistant('read it'),
     user('go on'),
   ];
 
@@ -96,6 +98,31 @@ describe('prune: truncation', () => {
     const w = work(big(20_000), { reason: 'manual' });
     prune(w);
     expect(w.stats.truncated).toBe(1);
+  });
+});
+
+describe('prune: the latest tool results', () => {
+  // The result the model asked for and has not seen yet: nothing after its call but tool messages.
+  const latest = (size: number) => [
+    system('sys'),
+    user('start'),
+    ...[1, 2, 3].flatMap((i) => toolStep(`o${i}`, { path: `old${i}.ts` }, text(`O${i}`, 3_600))),
+    ...toolStep('c1', { path: 'a.ts' }, text('R1', size)),
+  ];
+
+  it('leaves them whole when they fit with the system messages and the request, over the cap and the target', () => {
+    // ~7,800 tokens: the 20,000-character result is 5 times the cap; replacing the old results
+    // reaches the 5,000 target only with it cut, so only the old ones are edited.
+    const w = work(latest(20_000));
+    prune(w);
+    expect(outputText(toolResultParts(w.cur.view.messages)[3]!)).toBe(text('R1', 20_000));
+    expect(Object.keys(w.memo.tools).some((k) => k.endsWith(':c1'))).toBe(false);
+  });
+
+  it('truncates them to the cap when they do not fit under the threshold anyway', () => {
+    const w = work(latest(40_000));
+    prune(w);
+    expect(w.memo.tools['9:c1']).toBe(4_000);
   });
 });
 

@@ -71,15 +71,28 @@ describe('summarizeOlder: the cut', () => {
         { type: 'tool-call', toolCallId: 'p2', toolName: 'read_file', input: { path: 'b.ts' } },
       ],
     };
-    const messages = [...chat(2), parallel, result1, result2, user(text('U9', 800))];
+    // The model has seen the results (it answered after them): not the latest tool step.
+    const messages = [...chat(2), parallel, result1, result2, assistant('A8 noted'), user(text('U9', 800))];
     const { w } = await summarized(messages);
     expect(w.memo.summary?.covers.messages).toBe(9);
-    expect(labels(w.cur.view.messages)).toEqual(['sys', 'first', 'summary', 'U9']);
+    expect(labels(w.cur.view.messages)).toEqual(['sys', 'first', 'summary', 'A8', 'U9']);
     // With a larger tail, the whole unit stays.
     const larger = await summarized(messages, { settings: { ...SETTINGS, keepRecentTokens: 2_400 } });
     expect(larger.w.memo.summary?.covers.messages).toBe(6);
-    expect(larger.w.cur.view.messages.slice(3).map((m) => m.role)).toEqual(['assistant', 'tool', 'tool', 'user']);
+    expect(larger.w.cur.view.messages.slice(3).map((m) => m.role)).toEqual(['assistant', 'tool', 'tool', 'assistant', 'user']);
     expect(larger.w.cur.view.orphanResults + larger.w.cur.view.unansweredCalls).toBe(0);
+  });
+
+  it('keeps the latest tool step whole when its results fit, even over the tail budget', async () => {
+    // ~1,900 tokens of results the model has not seen yet, after the request, in a 2,000-token tail
+    // that the summary and the request leave too small for them.
+    const [call1, result1] = toolStep('p1', { path: 'a.ts' }, text('RA', 3_600)) as [GuardMessage, GuardMessage];
+    const [call2, result2] = toolStep('p2', { path: 'b.ts' }, text('RB', 3_600)) as [GuardMessage, GuardMessage];
+    const messages = [...chat(4), call1, result1, call2, result2];
+    for (const retention of ['keep-recent', 'summarize-all'] as const) {
+      const { w } = await summarized(messages, { settings: { ...SETTINGS, retention, keepRecentTokens: 500 } });
+      expect(w.cur.view.messages.slice(-2), retention).toEqual([call2, result2]);
+    }
   });
 
   it('summarizes everything but the latest request with summarize-all, sending it after the summary', async () => {
