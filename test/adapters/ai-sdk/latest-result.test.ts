@@ -29,7 +29,11 @@ describe('the latest tool result through generateText (ai 7)', () => {
     const mock = scriptedModel(MockLanguageModelV4, {
       reply: (_options, index) =>
         index < STEPS
-          ? { toolCalls: [{ toolName: 'read_file', input: { path: `src/file-${index}.ts` }, toolCallId: `read-${index}` }] }
+          ? {
+              toolCalls: [
+                { toolName: 'read_file', input: { path: `src/file-${index}.ts` }, toolCallId: `read-${index}` },
+              ],
+            }
           : { text: 'done' },
     });
     const events = recorder();

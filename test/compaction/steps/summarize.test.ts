@@ -79,7 +79,13 @@ describe('summarizeOlder: the cut', () => {
     // With a larger tail, the whole unit stays.
     const larger = await summarized(messages, { settings: { ...SETTINGS, keepRecentTokens: 2_400 } });
     expect(larger.w.memo.summary?.covers.messages).toBe(6);
-    expect(larger.w.cur.view.messages.slice(3).map((m) => m.role)).toEqual(['assistant', 'tool', 'tool', 'assistant', 'user']);
+    expect(larger.w.cur.view.messages.slice(3).map((m) => m.role)).toEqual([
+      'assistant',
+      'tool',
+      'tool',
+      'assistant',
+      'user',
+    ]);
     expect(larger.w.cur.view.orphanResults + larger.w.cur.view.unansweredCalls).toBe(0);
   });
 
