@@ -266,12 +266,12 @@ class MeasuredCall implements Call {
   /** Under the session's own key (the other two are built when used: most calls measure neither). */
   get measure(): (messages: GuardMessage[]) => MeasuredPrompt {
     this.boundMeasure ??= (messages) =>
-      this.measurer.measure(this.sessionId, messages, this.tools, this.provider, this.text);
+      this.measurer.measure(promptKey(this.sessionId), messages, this.tools, this.provider, this.text);
     return this.boundMeasure;
   }
 
   measureHostPrompt(): MeasuredPrompt {
-    return this.measureAs(this.sessionId, this.tools);
+    return this.measureAs(promptKey(this.sessionId), this.tools);
   }
 
   measureHost(): MeasuredPrompt {
@@ -293,8 +293,13 @@ class MeasuredCall implements Call {
  * The measurer's keys of a session: its prompt, its host messages measured on their own, and
  * prompts measured apart (the ones `Call` measures with).
  */
+// The kind first, between NULs, for the two kinds measured apart; the prompt under the session id
+// itself (no string built on every call) unless the id starts with a NUL: no session's key is
+// another session's, or another kind's.
+const promptKey = (sessionId: string): string =>
+  sessionId.charCodeAt(0) === 0 ? `\u0000prompt\u0000${sessionId}` : sessionId;
 export const measurerKeys = (sessionId: string): [prompt: string, host: string, apart: string] => [
-  sessionId,
-  `${sessionId}\u0000input`,
-  `${sessionId}\u0000apart`,
+  promptKey(sessionId),
+  `\u0000input\u0000${sessionId}`,
+  `\u0000apart\u0000${sessionId}`,
 ];

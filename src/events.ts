@@ -229,6 +229,20 @@ export interface ArchiveEvictedEvent extends SessionEvent {
   chars: number;
 }
 
+/**
+ * A compaction's write was refused: another process was granted the session's compaction lease
+ * after this one (this one paused past its lease, or lost it to a failover), so the newer
+ * compaction's state and archive stand. This call still sent its compacted prompt; it wrote
+ * nothing of its compaction.
+ */
+export interface CompactionFencedEvent extends SessionEvent {
+  type: 'compaction-fenced';
+  /** What was refused: the session's state, or its archive batch and receipt. */
+  record: 'state' | 'archive';
+  /** The fencing token of this process's lease (a newer one was granted). */
+  token: number;
+}
+
 export type ContextGuardEvent =
   | EstimateEvent
   | WarningEvent
@@ -248,6 +262,7 @@ export type ContextGuardEvent =
   | OverflowRetryEvent
   | ArchiveDeferredEvent
   | ArchiveWrittenEvent
-  | ArchiveEvictedEvent;
+  | ArchiveEvictedEvent
+  | CompactionFencedEvent;
 
 export type ContextGuardEventType = ContextGuardEvent['type'];

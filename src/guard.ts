@@ -59,6 +59,7 @@ class Guard implements ContextGuard {
       maxSessions: resolved.maxSessions,
       storeTimeoutMs: resolved.storeTimeoutMs,
       onStoreFailed: (event) => this.emit({ type: 'store-failed', ...event }),
+      onFenced: (event) => this.emit({ type: 'compaction-fenced', ...event }),
     });
     this.resolver = new CallResolver(resolved, this.emit);
     this.measurer = new PromptMeasurer(resolved.maxSessions);
@@ -70,6 +71,7 @@ class Guard implements ContextGuard {
       resolved.maxSessions,
       (sessionId, operation, run) => this.sessions.withStore(sessionId, operation, run),
       this.emit,
+      (sessionId) => this.sessions.fence(sessionId),
     );
     // One breaker per guard: a failing summarizer fails for every session.
     this.compaction = {
@@ -306,6 +308,9 @@ class Guard implements ContextGuard {
       try {
         attempted = needsCompaction(call, state, p);
         if (attempted) outcome = await compact(call, compactionRequest(state, p, input.signal), this.compaction);
+        // Committed under the lock (and its fence): a process waiting for it finds the new summary
+        // in the state as soon as it may take the lock.
+        return await recordCall(this, call, state, p, outcome, attempted, staleCompared);
       } finally {
         await release?.();
       }

@@ -83,6 +83,7 @@ export class Archive {
     maxSessions: number,
     call: ArchiveStoreOptions['call'],
     emit: (event: ContextGuardEvent) => void,
+    fence?: ArchiveStoreOptions['fence'],
   ) {
     this.settings = settings;
     this.store = new ArchiveStore({
@@ -92,6 +93,7 @@ export class Archive {
       call,
       maxChars: settings.enabled ? settings.maxChars : 0,
       emit,
+      fence,
     });
     this.index = new RecallIndex(maxSessions);
   }

@@ -3,7 +3,14 @@
 // shared by every process that shares the store. A write the store fails is kept in this process
 // and written with the session's next call; the archive is bounded per session, oldest batch
 // evicted first. Every failure and eviction is an event, never an exception into the agent.
-import type { ArchiveDeferredEvent, ArchiveEvictedEvent, ArchiveWrittenEvent, StoreFailedEvent } from '../events.ts';
+import type {
+  ArchiveDeferredEvent,
+  ArchiveEvictedEvent,
+  ArchiveWrittenEvent,
+  CompactionFencedEvent,
+  StoreFailedEvent,
+} from '../events.ts';
+import { recordKey } from '../state/keys.ts';
 import type { StoreOutcome } from '../state/repository.ts';
 import type { StateStore } from '../state/store.ts';
 import type { ArchiveBatch, CompactionReceipt, SessionArchive } from './types.ts';
@@ -11,8 +18,8 @@ import type { ArchiveBatch, CompactionReceipt, SessionArchive } from './types.ts
 /** Receipts kept per session (the newest): enough for any review, bounded for a session that runs for months. */
 export const MAX_RECEIPTS = 200;
 
-/** The key of a session's archive: the unit separator keeps it apart from any session id a host would use. */
-export const archiveKey = (sessionId: string): string => `\u001farchive\u001f${sessionId}`;
+/** The key of a session's archive: a kind of record of its own (state/keys.ts), which no session id can stand for. */
+export const archiveKey = (sessionId: string): string => recordKey('archive', sessionId);
 
 export const emptyArchive = (): SessionArchive => ({ version: 1, batches: [], receipts: [], evicted: 0 });
 
@@ -89,7 +96,9 @@ export interface ArchiveStoreOptions {
   ) => Promise<StoreOutcome<T>>;
   /** Characters of archived text kept per session; 0 when the archive is off (receipts only). */
   maxChars: number;
-  emit: (event: ArchiveDeferredEvent | ArchiveWrittenEvent | ArchiveEvictedEvent) => void;
+  emit: (event: ArchiveDeferredEvent | ArchiveWrittenEvent | ArchiveEvictedEvent | CompactionFencedEvent) => void;
+  /** The fencing token of the session's compaction lease this call holds, if any (its writes carry it). */
+  fence?: (sessionId: string) => number | undefined;
 }
 
 interface Write {
@@ -159,9 +168,21 @@ export class ArchiveStore {
       return next.archive;
     };
     const update = this.store.update?.bind(this.store);
+    const fence = this.options.fence?.(sessionId);
     const done = update
-      ? await this.options.call(sessionId, 'update', () => update(key, change))
+      ? await this.options.call(sessionId, 'update', () =>
+          update(key, change, fence === undefined ? undefined : { fence }),
+        )
       : await this.options.call(sessionId, 'set', async () => this.store.set(key, change(await this.store.get(key))));
+    if (!done.ok && done.fenced) {
+      // A newer compaction of the session stands: this one's batches and receipt are not kept (its
+      // state is not written either), but what waited from before is, with the session's next call.
+      const before = waiting.slice(0, -1);
+      if (before.length > 0) this.pending.set(sessionId, before);
+      else this.pending.delete(sessionId);
+      this.options.emit({ type: 'compaction-fenced', sessionId, record: 'archive', token: fence as number });
+      return;
+    }
     if (!done.ok) {
       this.pending.set(sessionId, this.boundedWaiting(sessionId, waiting));
       const labels = waiting.at(-1)?.batches.map((b) => b.label) ?? [];

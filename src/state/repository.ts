@@ -4,10 +4,11 @@
 // the guard goes on with the state this process last saw, kept in a bounded in-process copy, and
 // the next successful write brings the store up to date. Every failure is reported as an event.
 import type { StoreFailedEvent } from '../events.ts';
+import { recordKey } from './keys.ts';
 import { KeyedLock } from './lock.ts';
 import { MemoryStore } from './memory.ts';
 import { emptySessionState, type SessionState } from './session.ts';
-import type { StateStore } from './store.ts';
+import { isStaleLease, type StateStore, type StoreLease } from './store.ts';
 import { StoreTimeout, withTimeout } from './timeout.ts';
 
 /** How far a session has gone: calls seen plus real counts recorded, which only grow. */
@@ -42,9 +43,19 @@ export interface SessionRepositoryOptions {
   maxSessions: number;
   storeTimeoutMs: number;
   onStoreFailed: (event: Omit<StoreFailedEvent, 'type'>) => void;
+  /** A compaction's write refused by the store's fencing (a newer lease was granted). */
+  onFenced?: (event: { sessionId: string; record: 'state' | 'archive'; token: number }) => void;
 }
 
-export type StoreOutcome<T> = { ok: true; value: T } | { ok: false };
+/** A store operation's outcome; `fenced`: refused because a newer compaction lease was granted. */
+export type StoreOutcome<T> = { ok: true; value: T } | { ok: false; fenced?: true };
+
+/**
+ * A compaction lease lasts this long unless renewed; it is renewed every third of it while its
+ * compaction runs. A holder that stops (crashed, or could not reach the store to release) holds
+ * the other processes up this long at most.
+ */
+export const LEASE_TTL_MS = 5_000;
 type Outcome<T> = StoreOutcome<T>;
 
 export class SessionRepository {
@@ -121,7 +132,9 @@ export class SessionRepository {
   }
 
   async load(sessionId: string): Promise<SessionState> {
-    const got = await this.withStore(sessionId, 'get', () => this.checked(sessionId, this.store.get(sessionId)));
+    const got = await this.withStore(sessionId, 'get', () =>
+      this.checked(sessionId, this.store.get(recordKey('state', sessionId))),
+    );
     const local = await this.shadow?.get(sessionId);
     if (!got.ok) return local ?? emptySessionState();
     // After an outage this process may be ahead of the store (it went on alone), or another
@@ -144,17 +157,25 @@ export class SessionRepository {
     if (!update) {
       const next = change(loaded);
       await this.shadow?.set(sessionId, next);
-      await this.withStore(sessionId, 'set', () => this.store.set(sessionId, next));
+      await this.withStore(sessionId, 'set', () => this.store.set(recordKey('state', sessionId), next));
       return next;
     }
     const local = await this.shadow?.get(sessionId);
+    const fence = this.fence(sessionId);
     // After an outage the store may hold less than this process went on with: start from whichever
     // has recorded more progress, so the calls made meanwhile are not lost.
     const done = await this.withStore(sessionId, 'update', () =>
-      update(sessionId, (current) =>
-        change(freshest(local, isSessionState(current) ? current : undefined) ?? emptySessionState()),
+      update(
+        recordKey('state', sessionId),
+        (current) => change(freshest(local, isSessionState(current) ? current : undefined) ?? emptySessionState()),
+        fence === undefined ? undefined : { fence },
       ),
     );
+    if (!done.ok && done.fenced) {
+      // A newer compaction of the session stands: nothing of this one is written, here or later.
+      this.options.onFenced?.({ sessionId, record: 'state', token: fence as number });
+      return change(loaded);
+    }
     const next = done.ok ? done.value : change((await this.shadow?.get(sessionId)) ?? loaded);
     await this.shadow?.set(sessionId, next);
     return next;
@@ -173,15 +194,17 @@ export class SessionRepository {
 
   async delete(sessionId: string): Promise<void> {
     await this.shadow?.delete(sessionId);
-    await this.withStore(sessionId, 'delete', () => this.store.delete(sessionId));
+    await this.withStore(sessionId, 'delete', () => this.store.delete(recordKey('state', sessionId)));
   }
 
   /**
    * Takes the session's compaction lock, waiting while another process holds it, for at most
-   * `waitMs` (a holder that crashed keeps the lock until it expires: waiters then compact on their
-   * own, a duplicate summary at worst, never a stalled agent). `stillNeeded` reloads the state: when
-   * the holder's compaction already covers this call, there is nothing left to do. Never blocks on
-   * a failing store. `release` is undefined when no lock is held (none needed, or given up).
+   * `waitMs` (a holder that crashed keeps a plain lock until it expires, and a lease until it is no
+   * longer renewed, LEASE_TTL_MS: waiters then take it; a plain lock's waiters compact on their own
+   * after its ttl, a duplicate summary at worst, never a stalled agent). `stillNeeded` reloads the
+   * state: when the holder's compaction already covers this call, there is nothing left to do.
+   * Never blocks on a failing store. `release` is undefined when no lock is held (none needed, or
+   * given up); it never throws, and is tried even after the store failed earlier in the call.
    */
   async lockCompaction(
     sessionId: string,
@@ -189,24 +212,33 @@ export class SessionRepository {
     waitMs: number,
     stillNeeded: () => Promise<boolean>,
   ): Promise<{ release?: () => Promise<void> }> {
+    const lease = this.store.lease?.bind(this.store);
     const lock = this.store.lock?.bind(this.store);
-    if (!lock) return {};
-    const deadline = Date.now() + Math.min(ttlMs, waitMs);
+    if (!lease && !lock) return {};
+    // A release this process could not make earlier goes first: its own next call never waits for it.
+    await this.releaseLeftover(sessionId);
+    const ttl = lease ? LEASE_TTL_MS : ttlMs;
+    // A lease is renewed while its holder works: wait for it as long as a compaction may take.
+    const deadline = Date.now() + (lease ? waitMs : Math.min(ttlMs, waitMs));
+    const take = async (): Promise<Held | undefined> => {
+      if (lease) return (await lease(sessionId, ttl)) ?? undefined;
+      const release = lock ? await lock(sessionId, ttl) : undefined;
+      return release ? { release } : undefined;
+    };
     for (let wait = 25; ; wait = Math.min(wait * 2, 500)) {
       // A lock that throws at once (not connected) is a failing store like any other.
-      const attempt = Promise.resolve().then(() => lock(sessionId, ttlMs));
+      const attempt = Promise.resolve().then(take);
       const got = await this.withStore(sessionId, 'lock', () => attempt);
       if (!got.ok) {
         // Given up on (the store stalled): if the lock is granted late, nobody would hold it.
-        attempt.then((release) => release?.()).catch(() => {});
+        attempt.then((held) => held?.release()).catch(() => {});
         return {};
       }
       if (got.value) {
+        const release = this.hold(sessionId, got.value, ttl);
         // Another process may have finished just before: decide again on the fresh state.
-        const release = got.value;
-        if (await stillNeeded())
-          return { release: () => this.withStore(sessionId, 'lock', release).then(() => undefined) };
-        await this.withStore(sessionId, 'lock', release);
+        if (await stillNeeded()) return { release };
+        await release();
         return {};
       }
       if (Date.now() >= deadline) return {};
@@ -215,9 +247,86 @@ export class SessionRepository {
     }
   }
 
+  /** The fencing token of the session's lease held by this call, if any. */
+  fence(sessionId: string): number | undefined {
+    return this.held.get(sessionId)?.token;
+  }
+
+  /** Leases held by calls of this process (one per session: calls of a session never overlap). */
+  private readonly held = new Map<string, Held>();
+  /** Releases the store failed, per session: tried again until they pass or the lease is over. */
+  private readonly leftover = new Map<string, { release: () => Promise<void>; until: number }>();
+
+  /**
+   * Starts holding a granted lock: a lease is renewed while held, and its token fences the call's
+   * writes. Answers the release, which always tries the store (whatever failed before in the call),
+   * and leaves a release the store failed to be tried again.
+   */
+  private hold(sessionId: string, held: Held, ttl: number): () => Promise<void> {
+    const renew = held.renew?.bind(held);
+    let timer: ReturnType<typeof setInterval> | undefined;
+    if (held.token !== undefined) this.held.set(sessionId, held);
+    if (renew) {
+      timer = setInterval(() => {
+        // A renewal that fails is not reported: a lost lease shows when its writes are refused.
+        withTimeout(
+          Promise.resolve().then(() => renew(ttl)),
+          this.options.storeTimeoutMs,
+        ).catch(() => {});
+      }, ttl / 3);
+      (timer as { unref?: () => void }).unref?.();
+    }
+    let released = false;
+    return async () => {
+      if (released) return;
+      released = true;
+      clearInterval(timer);
+      if (this.held.get(sessionId) === held) this.held.delete(sessionId);
+      const release = () => held.release();
+      const done = await this.withStore(sessionId, 'lock', release, true);
+      if (!done.ok) this.leaveRelease(sessionId, release, Date.now() + ttl);
+    };
+  }
+
+  /** Keeps a failed release to try again: in the background, and before the session's next lock. */
+  private leaveRelease(sessionId: string, release: () => Promise<void>, until: number): void {
+    const entry = { release, until };
+    this.leftover.set(sessionId, entry);
+    const retry = (delay: number) => {
+      const timer = setTimeout(async () => {
+        if (this.leftover.get(sessionId) !== entry) return;
+        if (await this.tryRelease(sessionId, entry)) return;
+        if (Date.now() < until) retry(Math.min(delay * 2, 1_000));
+      }, delay);
+      (timer as { unref?: () => void }).unref?.();
+    };
+    retry(100);
+  }
+
+  private async releaseLeftover(sessionId: string): Promise<void> {
+    const entry = this.leftover.get(sessionId);
+    if (entry) await this.tryRelease(sessionId, entry);
+  }
+
+  /** One more try of a left-over release; true once it is done with (released, or the lease is over). */
+  private async tryRelease(
+    sessionId: string,
+    entry: { release: () => Promise<void>; until: number },
+  ): Promise<boolean> {
+    const ok = await withTimeout(Promise.resolve().then(entry.release), this.options.storeTimeoutMs).then(
+      () => true,
+      () => false,
+    );
+    if (ok || Date.now() >= entry.until) {
+      if (this.leftover.get(sessionId) === entry) this.leftover.delete(sessionId);
+      return true;
+    }
+    return false;
+  }
+
   /** Whether the store can lock a session across processes. */
   get locks(): boolean {
-    return typeof this.store.lock === 'function';
+    return typeof this.store.lock === 'function' || typeof this.store.lease === 'function';
   }
 
   /**
@@ -229,8 +338,9 @@ export class SessionRepository {
     sessionId: string,
     operation: StoreFailedEvent['operation'],
     run: () => Promise<T>,
+    always = false,
   ): Promise<Outcome<T>> {
-    if (this.inCall.has(sessionId) && this.failedInCall.has(sessionId)) return { ok: false };
+    if (!always && this.inCall.has(sessionId) && this.failedInCall.has(sessionId)) return { ok: false };
     if (!this.options.store) {
       // The default in-memory store answers at once: no timer on the per-call path.
       try {
@@ -243,6 +353,8 @@ export class SessionRepository {
     try {
       return { ok: true, value: await withTimeout(Promise.resolve().then(run), this.options.storeTimeoutMs) };
     } catch (error) {
+      // Not a failure of the store: it answered, and refused a stale compaction's write.
+      if (isStaleLease(error)) return { ok: false, fenced: true };
       if (this.inCall.has(sessionId)) this.failedInCall.add(sessionId);
       this.options.onStoreFailed({
         sessionId,
@@ -254,3 +366,6 @@ export class SessionRepository {
     }
   }
 }
+
+/** A lock held: a plain one (`lock`) has only its release; a lease has a token and can be renewed. */
+type Held = { release: () => Promise<void>; token?: number; renew?: StoreLease['renew'] };

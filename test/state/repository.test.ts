@@ -3,9 +3,9 @@
 // atomic update versus get-then-set, the cross-process compaction lock, and delete.
 import { describe, expect, it } from 'vitest';
 import type { StoreFailedEvent } from '../../src/events.ts';
-import { SessionRepository } from '../../src/state/repository.ts';
+import { LEASE_TTL_MS, SessionRepository } from '../../src/state/repository.ts';
 import { emptySessionState, type SessionState } from '../../src/state/session.ts';
-import type { StateStore } from '../../src/state/store.ts';
+import { StaleLeaseError, type StateStore } from '../../src/state/store.ts';
 
 type Mode = 'ok' | 'throw' | 'stall';
 
@@ -84,6 +84,7 @@ function repository(store: StateStore<SessionState> | undefined, storeTimeoutMs 
 
 const state = (calls: number, usageRecorded = 0): SessionState => ({ ...emptySessionState(), calls, usageRecorded });
 const bump = (s: SessionState): SessionState => ({ ...s, calls: s.calls + 1 });
+const yes = async () => true;
 
 describe('SessionRepository: load and commit', () => {
   it('starts from an empty state and reads back what was committed (default store)', async () => {
@@ -229,8 +230,6 @@ describe('SessionRepository: merge by progress after an outage', () => {
 });
 
 describe('SessionRepository: the compaction lock', () => {
-  const yes = async () => true;
-
   it('holds no lock when the store cannot lock', async () => {
     const { repo } = repository(new FakeStore());
     let asked = 0;
@@ -297,6 +296,101 @@ describe('SessionRepository: the compaction lock', () => {
     store.mode = 'throw';
     expect(await repo.lockCompaction('s', 1_000, 1_000, yes)).toEqual({});
     expect(failures.map((f) => f.operation)).toEqual(['lock']);
+  });
+});
+
+describe('SessionRepository: a store failure costs one call at most', () => {
+  it('releases the lock even after a store operation of the same call failed', async () => {
+    const store = new LockingStore();
+    const { repo } = repository(store);
+    await repo.run('s', async () => {
+      const { release } = await repo.lockCompaction('s', 30_000, 1_000, yes);
+      store.mode = 'throw';
+      await repo.commit('s', state(0), bump); // fails: later operations of the call skip the store...
+      store.mode = 'ok';
+      await repo.load('s');
+      expect(store.calls.filter((c) => c === 'get')).toHaveLength(0);
+      await release?.(); // ...but not the release
+    });
+    expect(store.released).toEqual([0]);
+  });
+
+  it('tries a release the store failed again, before the next lock of the session', async () => {
+    // Releases go through the store like its other operations (and stall with it).
+    const store = new (class extends LockingStore {
+      override async lock(id: string, ttlMs: number) {
+        const release = await super.lock(id, ttlMs);
+        return release && (() => this.op('release', () => undefined).then(release));
+      }
+    })();
+    const { repo } = repository(store, 50);
+    const { release } = await repo.run('s', () => repo.lockCompaction('s', 30_000, 1_000, yes));
+    store.mode = 'stall';
+    await release?.();
+    expect(store.released).toEqual([]);
+    store.mode = 'ok';
+    await repo.run('s', async () => (await repo.lockCompaction('s', 30_000, 1_000, yes)).release?.());
+    expect(store.released).toEqual([0, 1]);
+  });
+});
+
+/** A store with fenced leases: tokens grow with each grant; a write fenced by an older one is refused. */
+class LeasingStore extends UpdatingStore {
+  newest = 0;
+  holder: number | undefined;
+  readonly renewals: number[] = [];
+  lease(_id: string, _ttlMs: number) {
+    return this.op('lease', () => {
+      if (this.holder !== undefined) return undefined;
+      const token = ++this.newest;
+      this.holder = token;
+      return {
+        token,
+        renew: async () => {
+          this.renewals.push(token);
+          return this.holder === token;
+        },
+        release: async () => {
+          if (this.holder === token) this.holder = undefined;
+        },
+      };
+    });
+  }
+  override update(id: string, fn: (current: SessionState | undefined) => SessionState, options?: { fence?: number }) {
+    if (options?.fence !== undefined && options.fence < this.newest)
+      return Promise.reject(new StaleLeaseError(options.fence, this.newest));
+    return super.update(id, fn);
+  }
+}
+
+describe('SessionRepository: fenced leases', () => {
+  it("renews a held lease while the compaction runs, and fences the call's state write with its token", async () => {
+    const store = new LeasingStore();
+    const fenced: unknown[] = [];
+    const repo = new SessionRepository({
+      store,
+      maxSessions: 100,
+      storeTimeoutMs: 1_000,
+      onStoreFailed: () => {},
+      onFenced: (e) => fenced.push(e),
+    });
+    await repo.run('s', async () => {
+      const { release } = await repo.lockCompaction('s', 30_000, 1_000, yes);
+      expect(repo.fence('s')).toBe(1);
+      await new Promise((r) => setTimeout(r, LEASE_TTL_MS / 3 + 200));
+      expect(store.renewals).toEqual([1]);
+      // The holder paused past its lease: another process got the next one.
+      store.holder = undefined;
+      store.newest = 2;
+      const next = await repo.commit('s', state(0), bump);
+      expect(next.calls).toBe(1); // this call goes on with it...
+      await release?.();
+    });
+    expect(store.values.get('s')).toBeUndefined(); // ...but nothing was written
+    expect(fenced).toEqual([{ sessionId: 's', record: 'state', token: 1 }]);
+    expect(repo.fence('s')).toBeUndefined();
+    // Not kept in the in-process copy either: the next call does not write it back.
+    expect((await repo.load('s')).calls).toBe(0);
   });
 });
 

@@ -7,6 +7,7 @@
 // answers again it gets this process's state, not an older one.
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { RedisStore } from '../../../adapters/redis/index.ts';
+import { redisKey } from '../../../adapters/redis/keys.ts';
 import {
   createContextGuard,
   type ContextGuard,
@@ -313,7 +314,7 @@ describe.skipIf(skip)('faults with a Redis store', () => {
       sleep(3_000).then(() => undefined),
     ]);
     const ms = performance.now() - t0;
-    const orphan = await redis.command('PTTL', `${prefix}lock:${session}`);
+    const orphan = await redis.command('PTTL', redisKey(prefix, session, 'lock'));
     expect(
       second,
       `the next compaction waited for an orphaned lock (still held, PTTL ${orphan} ms) for more than 3 s`,
@@ -321,6 +322,53 @@ describe.skipIf(skip)('faults with a Redis store', () => {
     expect(ms).toBeLessThanOrEqual(STORE_TIMEOUT_MS + SLACK_MS);
     if (second) expectInvariants(history, second);
     expect(events.of('error')).toEqual([]);
+  });
+
+  it('a 1.5 s Redis pause during a compaction costs that call only: the next compaction, in another process or this one, does not wait for its lock', async () => {
+    // The holder's store operations time out during the pause (the first one marks the store as
+    // failing for the rest of the call). Its lock must still be released (or its lease end soon):
+    // waiters wait for a held lock up to twice the summarizer timeout (60 s by default here).
+    let pauses = 1;
+    const summarizer: NonNullable<ContextGuardOptions['summarizer']> = async ({ messages }) => {
+      if (pauses-- > 0) {
+        await redis.pause(1_500);
+        await sleep(300);
+      }
+      return `## Task state\n${messages.length} messages summarized.\n## Next steps\nGo on.`;
+    };
+    const a = guardOn(redis.url, prefix, { summarizerTimeoutMs: 30_000, summarizer });
+    const b = guardOn(redis.url, prefix, { summarizerTimeoutMs: 30_000, summarizer });
+    stores.push(a.store, b.store);
+    const session = 'paused-holder';
+    let history = initial();
+    for (let i = 0; i < 14; i++) history = grow(history, i); // over the threshold from the first call
+    const pausedAt = performance.now();
+    const first = await a.guard.beforeModel({ sessionId: session, messages: history });
+    expect(first.compaction).toBeDefined();
+    expect(a.events.of('store-failed').length).toBeGreaterThan(0);
+    await sleep(Math.max(0, 1_600 - (performance.now() - pausedAt)));
+    await untilStoreAnswers(a.store, session);
+
+    for (const [name, g, until] of [
+      ['another process', b, 26],
+      ['the same process', a, 38],
+    ] as const) {
+      for (let i = until - 12; i < until; i++) history = grow(history, i); // over the threshold again
+      const t0 = performance.now();
+      const next = await Promise.race([
+        g.guard.beforeModel({ sessionId: session, messages: history }),
+        sleep(5_000).then(() => undefined),
+      ]);
+      const ms = performance.now() - t0;
+      expect(
+        next,
+        `${name}: the next compaction waited more than 5 s for the lock of a call that gave up`,
+      ).toBeDefined();
+      expect(next?.compaction, name).toBeDefined();
+      expect(ms, name).toBeLessThanOrEqual(1_500);
+      if (next) expectInvariants(history, next);
+    }
+    expect([...a.events.of('error'), ...b.events.of('error')]).toEqual([]);
   });
 
   describe('summarizer faults (Redis store up)', () => {

@@ -14,7 +14,8 @@ import {
 } from '../../../src/index.ts';
 
 export interface WorkerInit {
-  url: string;
+  /** Where the store connects: a URL, or a cluster's nodes. */
+  connection: { url?: string; nodes?: Array<{ host: string; port: number }> };
   prefix: string;
   contextWindow: number;
   /** How long each summarizer call takes, so that concurrent calls really overlap. */
@@ -85,7 +86,7 @@ async function handle(request: Record<string, unknown>): Promise<unknown> {
   switch (request.op) {
     case 'init': {
       const init = request.init as WorkerInit;
-      store = new RedisStore({ url: init.url, prefix: init.prefix });
+      store = new RedisStore({ ...init.connection, prefix: init.prefix });
       guard = createContextGuard({
         contextWindow: init.contextWindow,
         store,

@@ -19,7 +19,8 @@ import type {
 } from '../../../src/index.ts';
 import { expectInvariants } from '../../compaction/invariants.ts';
 import type { WorkerInit, WorkerStats } from './guard-worker.ts';
-import { deletePrefix, skipRedisTests, startRedis, uniquePrefix, type RedisHandle } from './server.ts';
+import { backends, type Backend } from './backends.ts';
+import { skipRedisTests, uniquePrefix } from './server.ts';
 
 const skip = skipRedisTests('test/adapters/redis/two-processes.test.ts');
 
@@ -151,8 +152,8 @@ const realCount = (messages: readonly GuardMessage[]) => Math.ceil(JSON.stringif
 
 const json = (value: unknown) => JSON.stringify(value);
 
-describe.skipIf(skip)('two processes on one Redis', () => {
-  let redis: RedisHandle;
+describe.skipIf(skip).each(backends)('two processes on $name', (backend) => {
+  let env: Awaited<ReturnType<Backend['start']>>;
   let a: Worker;
   let b: Worker;
   let reader: RedisStore;
@@ -163,24 +164,30 @@ describe.skipIf(skip)('two processes on one Redis', () => {
   const summarizerCallsOf = (s: readonly WorkerStats[]) => s.reduce((n, w) => n + w.summarizerCalls, 0);
 
   beforeAll(async () => {
-    redis = await startRedis();
+    env = await backend.start();
     a = Worker.start('process A');
     b = Worker.start('process B');
     // A shallow target: the suite is about sharing compactions, so it wants many of them.
-    const init: WorkerInit = { url: redis.url, prefix, contextWindow: WINDOW, summarizerDelayMs: 100, target: 0.5 };
+    const init: WorkerInit = {
+      connection: env.connection as WorkerInit['connection'],
+      prefix,
+      contextWindow: WINDOW,
+      summarizerDelayMs: 100,
+      target: 0.5,
+    };
     const [pa, pb] = await Promise.all([
       a.call<{ pid: number }>('init', { init }),
       b.call<{ pid: number }>('init', { init }),
     ]);
     expect(pa.pid).not.toBe(pb.pid);
-    reader = new RedisStore({ url: redis.url, prefix });
+    reader = new RedisStore({ ...env.connection, prefix });
   }, 30_000);
 
   afterAll(async () => {
     await Promise.all([a?.stop(), b?.stop()]);
     await reader?.close();
-    if (redis) await deletePrefix(redis, prefix);
-    await redis?.close();
+    if (env) await env.clear(prefix);
+    await env?.close();
   });
 
   it('drives one session alternately through both: one summarizer call per compaction, identical prefixes, no lost update', async () => {
