@@ -315,20 +315,20 @@ describe.skipIf(skip).each(backends)('RedisStore on $name', (backend) => {
     it('grants growing fencing tokens, one holder at a time; renew extends it, release frees it', async () => {
       const a = open();
       const b = open();
-      const first = await a.lease('F1', 300);
+      const first = await a.lease('F1', 5_000);
       expect(first?.token).toBeGreaterThan(0);
-      expect(await b.lease('F1', 300)).toBeUndefined();
-      await sleep(200);
-      expect(await first?.renew(300)).toBe(true);
-      await sleep(200); // past the first ttl, within the renewed one
-      expect(await b.lease('F1', 300)).toBeUndefined();
+      expect(await b.lease('F1', 5_000)).toBeUndefined();
+      expect(await raw.pttl(k('F1', 'lock'))).toBeLessThanOrEqual(5_000);
+      expect(await first?.renew(60_000)).toBe(true);
+      expect(await raw.pttl(k('F1', 'lock'))).toBeGreaterThan(5_000);
+      expect(await b.lease('F1', 5_000)).toBeUndefined();
       await first?.release();
-      const second = await b.lease('F1', 300);
+      const second = await b.lease('F1', 5_000);
       expect(second?.token).toBeGreaterThan(first?.token as number);
       // The old holder cannot renew or release what it no longer holds.
-      expect(await first?.renew(5_000)).toBe(false);
+      expect(await first?.renew(60_000)).toBe(false);
       await first?.release();
-      expect(await a.lease('F1', 300)).toBeUndefined();
+      expect(await a.lease('F1', 5_000)).toBeUndefined();
       await second?.release();
     });
 
