@@ -183,6 +183,10 @@ describe.skipIf(skip)('1,000 concurrent sessions, Redis store', () => {
       contextWindow: WINDOW,
       maxSessions: MAX_SESSIONS,
       store,
+      // This test is about correctness under concurrency, not latency: no store operation may be
+      // abandoned for slowness (on a loaded two-core machine 9,000 commands from 1,000 concurrent
+      // sessions exceed a second now and then). The time bounds are faults.test.ts's.
+      storeTimeoutMs: 60_000,
       summarizer,
       onEvent: events.onEvent,
     });
@@ -190,7 +194,6 @@ describe.skipIf(skip)('1,000 concurrent sessions, Redis store', () => {
     const completed = await drive(guard, sessions, (_id, input, r) => expectInvariants(input, r));
     expect(completed).toBe(SESSIONS * CALLS);
     expect(events.of('error')).toEqual([]);
-    // A local Redis answers 9,000 commands well within the default store timeout.
     expect(events.of('store-failed')).toEqual([]);
     expect(events.of('compaction-end').length).toBe(SESSIONS);
     // Redis has no bound of its own: every session is there, complete (none evicted mid-conversation).
