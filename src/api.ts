@@ -36,11 +36,16 @@ export interface BeforeModelResult {
   messages: GuardMessage[];
   /** Calibrated estimate of what `messages` + `tools` will cost. */
   tokens: number;
-  /** window − buffer; `Infinity` when no window is known for the model (see `config-error`). */
+  /** window − buffer. */
   threshold: number;
-  /** Undefined when no window is known for the model. */
+  /**
+   * The window the call was measured against: the `contextWindow` option, the host's, a `models`
+   * entry, the registry's, or `fallbackContextWindow` when none is known (a `window-fallback` event
+   * says so); never above a limit the provider named in a rejection. Typed as possibly undefined for
+   * compatibility: the guard always sets it.
+   */
   contextWindow: number | undefined;
-  /** tokens / contextWindow (0 when no window is known). */
+  /** tokens / contextWindow. */
   fraction: number;
   /** Set only when this call ran a new compaction (re-applying a stored summary is not one). */
   compaction?: CompactionResult;
@@ -84,6 +89,13 @@ export interface RecoverFromOverflowInput {
   sessionId: string;
   /** What the model call threw (or the error part a stream ended with). */
   error: unknown;
+  /**
+   * The model of the rejected call, whose window a limit named in the error teaches; default: the
+   * model of the session's last beforeModel in this guard.
+   */
+  modelId?: string;
+  /** The window the host declared for the rejected call; default: the session's last beforeModel's. */
+  contextWindow?: number;
 }
 
 export interface RecoverFromOverflowResult {
@@ -106,7 +118,8 @@ export interface ContextGuard {
   /** Drops a session's state (its calibration, summary and cached measures). */
   reset(sessionId: string): Promise<void>;
   /**
-   * After a model call failed: when the error is a provider's context-length rejection, records the
+   * After a model call failed: when the error is a provider's context-length rejection, learns the
+   * limit it names as the model's window (a `window-learned` event), records the
    * prompt size it reports (a real count), requests a compaction and answers `retry: true`: the
    * caller then runs beforeModel again and retries the call once. Any other error: `retry: false`,
    * nothing changes. One guard operation (one lock, one store round trip); never throws.

@@ -1,7 +1,7 @@
 // What one model call is measured against: its window and threshold (from the options, the host,
 // or the model registry), how its text is counted, and the measures of its messages. Problems with
 // the configuration surface here, once each, as events; the call goes on.
-import { MIN_CONTEXT_WINDOW, thresholdFor, type ResolvedOptions } from './config.ts';
+import { DEFAULTS, MIN_CONTEXT_WINDOW, thresholdFor, type ResolvedOptions } from './config.ts';
 import type { ContextGuardEvent } from './events.ts';
 import type { GuardMessage, ToolDefinition } from './messages.ts';
 import { CHARACTER_MEASURE, encodingFor, textMeasure, type TextMeasure } from './tokens/exact.ts';
@@ -20,8 +20,8 @@ export interface Call {
   /** The host's messages (entries that are not messages already left out). */
   hostMessages: readonly GuardMessage[];
   tools: readonly ToolDefinition[] | undefined;
-  /** Undefined when no window is known for the model: the prompt passes through unguarded. */
-  contextWindow: number | undefined;
+  /** Always known: the option, the host's, the registry's, or the fallback (see CallResolver.window). */
+  contextWindow: number;
   threshold: number;
   /** A prompt measured with the tools, incrementally against this session's previous prompt. */
   measure: (messages: GuardMessage[]) => MeasuredPrompt;
@@ -83,6 +83,8 @@ const MODEL_FACTS = 64;
 export class CallResolver {
   private readonly facts = new Map<string | undefined, ModelFacts>();
   private readonly reportedModels = new Set<string>();
+  /** Windows providers named in their rejections, by model id ('' for calls without one). */
+  private readonly learned = new Map<string, number>();
   private tokenizerReported = false;
   private readonly options: ResolvedOptions;
   private readonly emit: (event: ContextGuardEvent) => void;
@@ -108,29 +110,61 @@ export class CallResolver {
   }
 
   /**
-   * The window of a call: the option, else the host's, else the registry's; undefined (reported once per model) when
-   * none is known.
+   * The window of a call: the option, else the host's, else the registry's, else the fallback
+   * (reported once per model); never above a limit the provider named for the model (learned).
    */
-  window(sessionId: string, modelId: string | undefined, callWindow: number | undefined): number | undefined {
+  window(sessionId: string, modelId: string | undefined, callWindow: number | undefined): number {
+    const window = this.configuredWindow(sessionId, modelId, callWindow);
+    const learned = this.learned.get(modelId ?? '');
+    return learned !== undefined && learned < window ? learned : window;
+  }
+
+  private configuredWindow(sessionId: string, modelId: string | undefined, callWindow: number | undefined): number {
     if (this.options.contextWindow !== undefined) return this.options.contextWindow;
     // A host's window below the minimum (a profile's placeholder, a fraction) is no window at all.
     if (isUsableWindow(callWindow)) return callWindow;
     const window = this.factsOf(modelId).window;
     if (window !== undefined) return window;
+    const fallback = this.options.fallbackContextWindow;
     const key = modelId ?? '';
     if (!this.reportedModels.has(key)) {
+      // Bounded like the facts: a host inventing ids gets reported again, never grows the set.
+      if (this.reportedModels.size >= MODEL_FACTS) this.reportedModels.clear();
       this.reportedModels.add(key);
+      const message = modelId
+        ? `no context window is known for model "${modelId}": guarding it with the fallback window of ${fallback} tokens (\`fallbackContextWindow\`); set \`contextWindow\` or \`models: { "${modelId}": <tokens> }\` to use its real window`
+        : `no \`contextWindow\` is set and the call has no model id: guarding it with the fallback window of ${fallback} tokens (\`fallbackContextWindow\`)`;
       this.emit({
-        type: 'config-error',
+        type: 'window-fallback',
         sessionId,
-        field: 'contextWindow',
         ...(modelId ? { modelId } : {}),
-        message: modelId
-          ? `no context window is known for model "${modelId}": set \`contextWindow\` or add it to \`models\`; the prompt is passed through unguarded`
-          : 'no `contextWindow` is set and the call has no `modelId`; the prompt is passed through unguarded',
+        contextWindow: fallback,
+        message,
       });
+      // Never silently: without an `onEvent` to hear it, the console does.
+      if (!this.options.onEvent) console.warn(`context-guard: ${message}`);
     }
-    return undefined;
+    return fallback;
+  }
+
+  /**
+   * Learns the window a provider named in a rejection for this model (the smallest such limit is
+   * kept; the oldest model is forgotten past the bound). Answers the call's window before, and
+   * whether the learned limit lowers it; a `window-learned` event says so.
+   */
+  learn(sessionId: string, modelId: string | undefined, limit: number, callWindow: number | undefined): boolean {
+    if (!Number.isSafeInteger(limit) || limit < MIN_CONTEXT_WINDOW) return false;
+    const previous = this.window(sessionId, modelId, callWindow);
+    if (limit >= previous) return false;
+    const key = modelId ?? '';
+    this.learned.delete(key);
+    if (this.learned.size >= DEFAULTS.maxLearnedWindows) {
+      const oldest = this.learned.keys().next().value;
+      if (oldest !== undefined) this.learned.delete(oldest);
+    }
+    this.learned.set(key, limit);
+    this.emit({ type: 'window-learned', sessionId, ...(modelId ? { modelId } : {}), contextWindow: limit, previous });
+    return true;
   }
 
   threshold(sessionId: string, window: number): number {
@@ -184,11 +218,9 @@ export class CallResolver {
     return new MeasuredCall(measurer, input, contextWindow, threshold, provider, CHARACTER_MEASURE);
   }
 
-  private limits(input: CallInput): { contextWindow: number | undefined; threshold: number } {
+  private limits(input: CallInput): { contextWindow: number; threshold: number } {
     const contextWindow = this.window(input.sessionId, input.modelId, input.contextWindow);
-    const threshold =
-      contextWindow === undefined ? Number.POSITIVE_INFINITY : this.threshold(input.sessionId, contextWindow);
-    return { contextWindow, threshold };
+    return { contextWindow, threshold: this.threshold(input.sessionId, contextWindow) };
   }
 }
 
@@ -211,7 +243,7 @@ class MeasuredCall implements Call {
   readonly hostMessages: readonly GuardMessage[];
   readonly canonicalInput: readonly GuardMessage[] | undefined;
   readonly tools: readonly ToolDefinition[] | undefined;
-  readonly contextWindow: number | undefined;
+  readonly contextWindow: number;
   readonly threshold: number;
   private readonly measurer: PromptMeasurer;
   private readonly provider: ReturnType<typeof mediaProviderForModel>;
@@ -225,7 +257,7 @@ class MeasuredCall implements Call {
   constructor(
     measurer: PromptMeasurer,
     input: CallInput,
-    contextWindow: number | undefined,
+    contextWindow: number,
     threshold: number,
     provider: ReturnType<typeof mediaProviderForModel>,
     text: TextMeasure,

@@ -72,6 +72,7 @@ const calibrationSchema = z
 export const optionsSchema = z.strictObject({
   contextWindow: contextWindowTokens.optional(),
   models: z.record(z.string(), contextWindowTokens, 'expected an object mapping model ids to windows').optional(),
+  fallbackContextWindow: contextWindowTokens.optional(),
   buffer: z
     .number({ error: 'expected a number: tokens when >= 1, a fraction of the window when < 1' })
     .refine(
@@ -210,6 +211,15 @@ export interface ContextGuardOptions {
   contextWindow?: number;
   /** Windows for model ids the registry lacks or gets wrong; keys are ids or id prefixes. */
   models?: Record<string, number>;
+  /**
+   * The window of a call for which none is known (no `contextWindow`, no `models` entry, no window
+   * from the host, a model the registry does not know): the guard still guards, against this
+   * window, and says so once per model (a `window-fallback` event; a `console.warn` when no
+   * `onEvent` is given). Default 32,000 tokens: small enough for the models an unknown id is most
+   * likely to be (local and self-hosted ones), so that nothing overflows while the real window is
+   * unknown. A provider's rejection that names its limit then teaches the guard the real one.
+   */
+  fallbackContextWindow?: number;
   /**
    * Room kept free below the window for the response and for estimation error. Tokens when >= 1,
    * a fraction of the window when < 1. Default: 20,000 tokens for windows of 200,000 and more,
@@ -416,6 +426,7 @@ export interface ResolvedCalibration {
 export interface ResolvedOptions {
   contextWindow: number | undefined;
   models: Readonly<Record<string, number>>;
+  fallbackContextWindow: number;
   buffer: number | undefined;
   calibration: ResolvedCalibration;
   warnAt: number;
@@ -464,6 +475,10 @@ export const DEFAULTS = {
   keepFirstUserMessage: true,
   maxSessions: 10_000,
   historyCheck: 'amortized',
+  /** The window of a call for which none is known. */
+  fallbackContextWindow: 32_000,
+  /** Model windows learned from providers' rejections, kept per guard (the oldest forgotten first). */
+  maxLearnedWindows: 256,
   /** Windows of at least this size keep a fixed buffer; smaller ones keep a fraction. */
   largeWindow: 200_000,
   largeWindowBuffer: 20_000,
@@ -628,6 +643,7 @@ export function resolveOptions(input: unknown): ResolvedOptions {
   return {
     contextWindow: o.contextWindow,
     models: o.models ?? {},
+    fallbackContextWindow: o.fallbackContextWindow ?? DEFAULTS.fallbackContextWindow,
     buffer: o.buffer,
     calibration,
     warnAt: o.warnAt ?? DEFAULTS.warnAt,

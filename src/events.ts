@@ -65,13 +65,41 @@ export interface UsageIgnoredEvent extends SessionEvent {
   plausible?: { min: number; max: number };
 }
 
-/** A configuration problem found at call time (an unknown model without a window). */
+/** A configuration problem found at call time. */
 export interface ConfigErrorEvent {
   type: 'config-error';
   sessionId?: string;
   field: string;
   message: string;
   modelId?: string;
+}
+
+/**
+ * No window is known for the model of a call (no `contextWindow`, no `models` entry, none from the
+ * host or the registry): the guard guards it with `fallbackContextWindow`. Once per model and guard.
+ */
+export interface WindowFallbackEvent {
+  type: 'window-fallback';
+  sessionId: string;
+  /** Absent when the call had no model id. */
+  modelId?: string;
+  /** The fallback window the model's calls are measured against. */
+  contextWindow: number;
+  message: string;
+}
+
+/**
+ * A provider rejected a prompt as too long and named its limit: from now on the model's calls are
+ * measured against it (in this guard; the smallest limit learned is kept).
+ */
+export interface WindowLearnedEvent {
+  type: 'window-learned';
+  sessionId: string;
+  modelId?: string;
+  /** The window learned: the limit the provider named, less the completion it said it reserved. */
+  contextWindow: number;
+  /** The window the call was measured against before. */
+  previous: number;
 }
 
 /** A setting that works but probably is not what the user meant. */
@@ -250,6 +278,8 @@ export type ContextGuardEvent =
   | UsageIgnoredEvent
   | ConfigErrorEvent
   | ConfigWarningEvent
+  | WindowFallbackEvent
+  | WindowLearnedEvent
   | ErrorEvent
   | StoreFailedEvent
   | ToolPairingRepairedEvent

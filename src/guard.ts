@@ -20,7 +20,7 @@ import { compact, compactionRequest, type CompactionEnv, type CompactionOutcome 
 import { CircuitBreaker } from './compaction/summarize.ts';
 import type { ContextGuardEvent, ErrorEvent } from './events.ts';
 import type { GuardMessage } from './messages.ts';
-import { isContextLengthError, promptTokensFromError } from './overflow.ts';
+import { isContextLengthError, promptTokensFromError, windowFromError } from './overflow.ts';
 import { needsCompaction, PairingProgress, prepare } from './prepare.ts';
 import { recordCall, recordUsage, reportEstimate } from './record.ts';
 import { CheckedInputs, failClosed } from './safety.ts';
@@ -50,6 +50,12 @@ class Guard implements ContextGuard {
   private readonly subscriptions: SessionSubscriptions;
   /** A compaction may hold its lock for all its summarizer calls, with room. */
   private readonly lockTtlMs: number;
+  /**
+   * Each session's last call as far as its window goes (model id, host window), so that a provider's
+   * rejection of that call teaches the window of the right model. In-process (the rejection comes
+   * back to the process that sent the call), bounded by `maxSessions`, the oldest forgotten first.
+   */
+  private readonly lastModels = new Map<string, { modelId: string | undefined; contextWindow: number | undefined }>();
 
   constructor(resolved: ResolvedOptions) {
     this.options = resolved;
@@ -100,6 +106,7 @@ class Guard implements ContextGuard {
     try {
       if (!sessionId) throw new TypeError('beforeModel: `sessionId` must be a non-empty string');
       if (!Array.isArray(input.messages)) throw new TypeError('beforeModel: `messages` must be an array');
+      this.rememberModel(sessionId, input);
       const checked = this.checkedInputs.check(sessionId, raw);
       messages = checked.messages;
       if (checked.dropped.length > 0)
@@ -118,6 +125,19 @@ class Guard implements ContextGuard {
     } catch (error) {
       return Promise.resolve(this.failedBeforeModel(error, sessionId, input, messages));
     }
+  }
+
+  /** Keeps the session's model and host window (a look-up and nothing else when they did not change). */
+  private rememberModel(sessionId: string, input: BeforeModelInput): void {
+    const modelId = typeof input.modelId === 'string' ? input.modelId : undefined;
+    const contextWindow = typeof input.contextWindow === 'number' ? input.contextWindow : undefined;
+    const last = this.lastModels.get(sessionId);
+    if (last && last.modelId === modelId && last.contextWindow === contextWindow) return;
+    if (!last && this.lastModels.size >= this.options.maxSessions) {
+      const oldest = this.lastModels.keys().next().value;
+      if (oldest !== undefined) this.lastModels.delete(oldest);
+    }
+    this.lastModels.set(sessionId, { modelId, contextWindow });
   }
 
   /** A beforeModel that failed inside the guard: reported, and the smallest prompt that fits. */
@@ -179,6 +199,14 @@ class Guard implements ContextGuard {
   readonly recoverFromOverflow = (input: RecoverFromOverflowInput): Promise<RecoverFromOverflowResult> =>
     this.guarded('recoverFromOverflow', input?.sessionId, { retry: false }, async (sessionId) => {
       if (!isContextLengthError(input.error)) return { retry: false };
+      // A limit the provider names becomes the model's window (the retry's compaction fits it).
+      const limit = windowFromError(input.error);
+      if (limit !== undefined) {
+        const last = this.lastModels.get(sessionId);
+        const modelId = typeof input.modelId === 'string' ? input.modelId : last?.modelId;
+        const hostWindow = typeof input.contextWindow === 'number' ? input.contextWindow : last?.contextWindow;
+        this.resolver.learn(sessionId, modelId, limit, hostWindow);
+      }
       // The provider's count is a real count of the rejected prompt; then the next beforeModel compacts.
       const reportedTokens = promptTokensFromError(input.error);
       if (reportedTokens !== undefined) await recordUsage(this, sessionId, { inputTokens: reportedTokens });
@@ -229,6 +257,7 @@ class Guard implements ContextGuard {
 
   readonly reset = async (sessionId: string): Promise<void> => {
     for (const key of measurerKeys(sessionId)) this.measurer.forget(key);
+    this.lastModels.delete(sessionId);
     this.checkedInputs.forget(sessionId);
     this.pairing.forget(sessionId);
     await this.sessions.delete(sessionId);

@@ -30,7 +30,7 @@ export type {
 export type * from './archive/types.ts';
 export type { ArchiveOptions, ClipArchiveOptions } from './config.ts';
 export type { CompactOptions, RecoverFromOverflowInput, RecoverFromOverflowResult } from './guard.ts';
-export { isContextLengthError, promptTokensFromError } from './overflow.ts';
+export { isContextLengthError, promptTokensFromError, windowFromError } from './overflow.ts';
 export type { PruneOptions } from './config.ts';
 export type { FileOpsConfig } from './compaction/file-ops.ts';
 export { DEFAULT_FILE_OPS } from './compaction/file-ops.ts';

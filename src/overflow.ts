@@ -49,6 +49,8 @@ const CONTEXT_LENGTH_PATTERNS: readonly RegExp[] = [
   /input tokens exceed the configured limit/i, // OpenAI
   /`?inputs`? tokens \+ `?max_new_tokens`? must be/i, // TGI, Hugging Face endpoints
   /exceeds the available context size/i, // llama.cpp server
+  /\bexceed_context_size_error\b/, // llama.cpp server's error type
+  /loaded with context length of only/i, // LM Studio
   /greater than the context length/i, // LM Studio
   /prompt token count of \d{1,12} exceeds the limit/i, // GitHub Copilot
   /exceeded model token limit/i, // Moonshot (Kimi)
@@ -171,6 +173,79 @@ export function promptTokensFromError(error: unknown): number | undefined {
     for (const read of PROMPT_TOKEN_READERS) {
       const tokens = read(plain);
       if (tokens !== undefined && Number.isSafeInteger(tokens) && tokens > 0) return tokens;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Readers of the limit a provider names in its rejection, each with what the same error says the
+ * completion took of it (the prompt then has to fit the difference: OpenAI counts `max_tokens` into
+ * "you requested", Anthropic into "input length and `max_tokens`"). Real wordings:
+ *   OpenAI, Groq, DeepSeek, OpenRouter, vLLM: "This model's maximum context length is 8192 tokens.
+ *     However, you requested 8203 tokens (7691 in the messages, 512 in the completion)." / "...your
+ *     messages resulted in 204308 tokens"; older: "(3545 in your prompt; 1024 for the completion)"
+ *   Anthropic: "prompt is too long: 202128 tokens > 200000 maximum"; "input length and `max_tokens`
+ *     exceed context limit: 178959 + 64000 > 200000"
+ *   Google: "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576)";
+ *     Vertex: "input token count is 1200000 but model only supports up to 1048576"
+ *   xAI: "This model's maximum prompt length is 131072 but the request contains 136973 tokens."
+ *   Mistral: "Prompt contains 40000 tokens and 0 draft tokens, too large for model with 32768
+ *     maximum context length"
+ *   llama.cpp: `{"error":{..."type":"exceed_context_size_error","n_prompt_tokens":14429,"n_ctx":8192}}`
+ *   LM Studio: "...the model is loaded with context length of only 32768 tokens"
+ *   TGI: "`inputs` tokens + `max_new_tokens` must be <= 4096. Given: 4000 `inputs` tokens and 500
+ *     `max_new_tokens`"
+ *   Moonshot: "Your request exceeded model token limit: 262144"
+ *   GitHub Copilot: "prompt token count of 140000 exceeds the limit of 128000"
+ */
+const LIMIT_READERS: ReadonlyArray<(text: string) => { limit: number; completion: number } | undefined> = [
+  limitWith(/maximum context length is (\d{1,12}) tokens/i, /(\d{1,12}) (?:in|for) the (?:completion|output)/i),
+  limitWith(
+    /exceed context limit: \d{1,12} \+ \d{1,12} > (\d{1,12})/i,
+    /exceed context limit: \d{1,12} \+ (\d{1,12}) >/i,
+  ),
+  limitWith(/tokens? > (\d{1,12}) maximum/i),
+  limitWith(/maximum number of tokens allowed \((\d{1,12})\)/i),
+  limitWith(/only supports up to (\d{1,12})/i),
+  limitWith(/maximum prompt length is (\d{1,12})/i),
+  limitWith(/too large for model with (\d{1,12}) maximum context length/i),
+  limitWith(/"n_ctx"\s*:\s*(\d{1,12})/),
+  limitWith(/context length of only (\d{1,12}) tokens/i),
+  limitWith(/must be <= (\d{1,12})\. Given: \d{1,12} `?inputs`? tokens/i, /and (\d{1,12}) `?max_new_tokens`?/i),
+  limitWith(/exceeded model token limit: (\d{1,12})/i),
+  limitWith(/prompt token count of \d{1,12} exceeds the limit of (\d{1,12})/i),
+];
+
+function limitWith(
+  limit: RegExp,
+  completion?: RegExp,
+): (text: string) => { limit: number; completion: number } | undefined {
+  return (text) => {
+    const match = limit.exec(text);
+    if (!match) return undefined;
+    const used = completion?.exec(text);
+    return { limit: Number(match[1]), completion: used ? Number(used[1]) : 0 };
+  };
+}
+
+/**
+ * The largest prompt the provider says it takes, from a context-length rejection that names its
+ * limit: the limit, less the completion the same error says it reserved. Undefined for any other
+ * error, or a rejection that names no limit (OpenAI Responses' "Your input exceeds the context
+ * window of this model", Bedrock's "Input is too long for requested model").
+ */
+export function windowFromError(error: unknown): number | undefined {
+  const texts = textsOf(error);
+  if (!texts.some((text) => CONTEXT_LENGTH_PATTERNS.some((p) => p.test(text)))) return undefined;
+  for (const text of texts) {
+    const plain = withoutSeparators(text);
+    for (const read of LIMIT_READERS) {
+      const found = read(plain);
+      if (!found || !Number.isSafeInteger(found.limit) || found.limit <= 0) continue;
+      const window =
+        found.completion > 0 && found.completion < found.limit ? found.limit - found.completion : found.limit;
+      return window;
     }
   }
   return undefined;

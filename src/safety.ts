@@ -573,14 +573,14 @@ export function failClosed(
   messages: readonly GuardMessage[],
 ): BeforeModelResult {
   const sessionId = input?.sessionId ?? '';
-  let contextWindow = options.contextWindow;
+  // The configured window, else the fallback, if resolving it again is what failed: never none.
+  let contextWindow = options.contextWindow ?? options.fallbackContextWindow;
   try {
     contextWindow = resolver.window(sessionId, input?.modelId, input?.contextWindow);
   } catch {
-    // The configured window, if any: resolving it again is what failed.
+    // Keep the configured or fallback window.
   }
-  const threshold =
-    contextWindow === undefined ? Number.POSITIVE_INFINITY : resolver.threshold(sessionId, contextWindow);
+  const threshold = resolver.threshold(sessionId, contextWindow);
   const sent = failClosedPrompt(validMessages(messages).messages, threshold, options.calibration.default);
   return { ...sent, threshold, contextWindow, fraction: contextWindow ? sent.tokens / contextWindow : 0 };
 }

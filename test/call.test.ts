@@ -1,5 +1,6 @@
 // What one call is measured against (call.ts): the window's precedence (the option, the host's
-// window of at least 1,000 tokens, the registry), a configuration error once per model, the
+// window of at least 1,000 tokens, the registry, the fallback reported once per model), the limits
+// providers name (learned), the
 // threshold when the buffer leaves no room, and the text measure with its fallback to characters.
 import { describe, expect, it, vi } from 'vitest';
 import { CallResolver } from '../src/call.ts';
@@ -45,25 +46,94 @@ describe('CallResolver.window', () => {
     expect(r.window('s', 'my-model', undefined)).toBe(40_000);
   });
 
-  it('reports an unknown model once, and each unknown model', () => {
-    const { r, events } = resolver();
-    expect(r.window('s', 'mystery-1', undefined)).toBeUndefined();
-    expect(r.window('t', 'mystery-1', 500)).toBeUndefined();
-    expect(r.window('s', 'mystery-2', undefined)).toBeUndefined();
+  it('guards an unknown model with the fallback window, reported once per model', () => {
+    const { r, events } = resolver({ onEvent: () => {} });
+    expect(r.window('s', 'mystery-1', undefined)).toBe(32_000);
+    expect(r.window('t', 'mystery-1', 500)).toBe(32_000);
+    expect(r.window('s', 'mystery-2', undefined)).toBe(32_000);
     expect(events).toMatchObject([
-      { type: 'config-error', sessionId: 's', field: 'contextWindow', modelId: 'mystery-1' },
-      { type: 'config-error', sessionId: 's', field: 'contextWindow', modelId: 'mystery-2' },
+      { type: 'window-fallback', sessionId: 's', modelId: 'mystery-1', contextWindow: 32_000 },
+      { type: 'window-fallback', sessionId: 's', modelId: 'mystery-2', contextWindow: 32_000 },
     ]);
     expect((events[0] as { message: string }).message).toContain('"mystery-1"');
   });
 
+  it('takes the fallbackContextWindow option', () => {
+    const { r } = resolver({ fallbackContextWindow: 100_000, onEvent: () => {} });
+    expect(r.window('s', 'mystery-1', undefined)).toBe(100_000);
+    expect(r.window('s', 'gpt-4o', undefined)).toBe(128_000);
+  });
+
   it('reports a call without a model id or a window once', () => {
-    const { r, events } = resolver();
-    expect(r.window('s', undefined, undefined)).toBeUndefined();
-    expect(r.window('s', undefined, undefined)).toBeUndefined();
+    const { r, events } = resolver({ onEvent: () => {} });
+    expect(r.window('s', undefined, undefined)).toBe(32_000);
+    expect(r.window('s', undefined, undefined)).toBe(32_000);
     expect(events).toHaveLength(1);
     expect(events[0]).not.toHaveProperty('modelId');
-    expect((events[0] as { message: string }).message).toContain('no `modelId`');
+    expect((events[0] as { message: string }).message).toContain('no model id');
+  });
+
+  it('prints the fallback once per model when no onEvent is given, never with one', () => {
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
+    try {
+      const { r } = resolver();
+      r.window('s', 'mystery-1', undefined);
+      r.window('t', 'mystery-1', undefined);
+      r.window('s', 'mystery-2', undefined);
+      expect(warn.mock.calls.map((c) => String(c[0]))).toEqual([
+        expect.stringContaining('"mystery-1"'),
+        expect.stringContaining('"mystery-2"'),
+      ]);
+      resolver({ onEvent: () => {} }).r.window('s', 'mystery-3', undefined);
+      expect(warn).toHaveBeenCalledTimes(2);
+    } finally {
+      warn.mockRestore();
+    }
+  });
+
+  it('keeps its reports bounded: a host inventing model ids is reported again, never grows the set', () => {
+    const { r, events } = resolver({ onEvent: () => {} });
+    for (let i = 0; i < 200; i++) r.window('s', `invented-${i}`, undefined);
+    expect(events).toHaveLength(200);
+    r.window('s', 'invented-199', undefined);
+    expect(events).toHaveLength(200);
+  });
+});
+
+describe('CallResolver.learn', () => {
+  it('lowers the model’s window to the limit a provider named, with an event', () => {
+    const { r, events } = resolver({ onEvent: () => {} });
+    expect(r.learn('s', 'mystery', 6_000, undefined)).toBe(true);
+    expect(r.window('s', 'mystery', undefined)).toBe(6_000);
+    expect(r.window('s', 'other', undefined)).toBe(32_000);
+    expect(events.filter((e) => e.type === 'window-learned')).toEqual([
+      { type: 'window-learned', sessionId: 's', modelId: 'mystery', contextWindow: 6_000, previous: 32_000 },
+    ]);
+  });
+
+  it('wins over the option, the host and the registry, and only ever lowers', () => {
+    const { r } = resolver({ models: { 'gpt-4o': 64_000 } });
+    expect(r.learn('s', 'gpt-4o', 50_000, undefined)).toBe(true);
+    expect(r.window('s', 'gpt-4o', 300_000)).toBe(50_000);
+    expect(r.learn('s', 'gpt-4o', 60_000, undefined)).toBe(false);
+    expect(r.window('s', 'gpt-4o', undefined)).toBe(50_000);
+    const option = resolver({ contextWindow: 100_000 }).r;
+    option.learn('s', 'x', 20_000, undefined);
+    expect(option.window('s', 'x', undefined)).toBe(20_000);
+  });
+
+  it.each([0, 999, 1.5e3 + 0.5, Number.NaN, Number.POSITIVE_INFINITY])('ignores a limit of %d', (limit) => {
+    const { r } = resolver({ contextWindow: 100_000 });
+    expect(r.learn('s', 'x', limit, undefined)).toBe(false);
+    expect(r.window('s', 'x', undefined)).toBe(100_000);
+  });
+
+  it('keeps at most 256 models, forgetting the oldest', () => {
+    const { r } = resolver({ contextWindow: 100_000 });
+    for (let i = 0; i < 300; i++) r.learn('s', `m-${i}`, 10_000, undefined);
+    expect(r.window('s', 'm-0', undefined)).toBe(100_000);
+    expect(r.window('s', 'm-299', undefined)).toBe(10_000);
+    expect(r.window('s', 'm-44', undefined)).toBe(10_000);
   });
 });
 
@@ -109,11 +179,11 @@ describe('CallResolver.textMeasure', () => {
 });
 
 describe('CallResolver.call', () => {
-  it('gives a call without a window an infinite threshold', async () => {
-    const { r } = resolver();
+  it('gives a call of an unknown model the fallback window and its threshold', async () => {
+    const { r } = resolver({ onEvent: () => {} });
     const call = await r.call(new PromptMeasurer(10), { sessionId: 's', modelId: 'mystery', messages: [user('hi')] });
-    expect(call.contextWindow).toBeUndefined();
-    expect(call.threshold).toBe(Number.POSITIVE_INFINITY);
+    expect(call.contextWindow).toBe(32_000);
+    expect(call.threshold).toBe(25_600);
   });
 
   it('measures the host’s messages once, with the tools in the prompt’s measure only', async () => {

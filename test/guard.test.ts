@@ -177,15 +177,55 @@ describe('beforeModel', () => {
     expect(acme.threshold).toBe(25_600);
   });
 
-  it('reports an unknown model as a config error once, never with a silent default window', async () => {
+  it('guards an unknown model with the fallback window, reported once, and answers status() for it', async () => {
     const ev = recorder();
     const guard = createContextGuard({ onEvent: ev.onEvent });
     const r = await guard.beforeModel({ sessionId: 's', modelId: 'mystery-9000', messages: [user('hi')] });
     await guard.beforeModel({ sessionId: 's', modelId: 'mystery-9000', messages: [user('hi')] });
-    expect(r.contextWindow).toBeUndefined();
-    expect(r.threshold).toBe(Number.POSITIVE_INFINITY);
-    expect(ev.of('config-error')).toHaveLength(1);
-    expect(ev.last('config-error')).toMatchObject({ field: 'contextWindow', modelId: 'mystery-9000' });
+    expect(r.contextWindow).toBe(32_000);
+    expect(r.threshold).toBe(25_600);
+    expect(ev.of('window-fallback')).toHaveLength(1);
+    expect(ev.last('window-fallback')).toMatchObject({ modelId: 'mystery-9000', contextWindow: 32_000 });
+    expect(ev.of('config-error')).toEqual([]);
+    expect(await guard.status('s')).toMatchObject({ sessionId: 's', contextWindow: 32_000, threshold: 25_600 });
+  });
+
+  it('compacts an unknown model’s conversation over the fallback threshold instead of passing it through', async () => {
+    const guard = createContextGuard({ onEvent: () => {}, summarizer: async () => 'summary of the old turns' });
+    const big = 'x'.repeat(12_000);
+    const messages = Array.from({ length: 20 }, (_, i) => user(`${i} ${big}`));
+    const r = await guard.beforeModel({ sessionId: 's', modelId: 'mystery-9000', messages });
+    expect(r.compaction).toBeDefined();
+    expect(r.tokens).toBeLessThanOrEqual(r.threshold);
+  });
+
+  it('learns the limit a provider names in its rejection, and the retry fits it', async () => {
+    const ev = recorder();
+    const guard = createContextGuard({ onEvent: ev.onEvent, summarizer: async () => 'summary of the old turns' });
+    const messages = Array.from({ length: 12 }, (_, i) => user(`${i} ${'y'.repeat(4_000)}`));
+    const first = await guard.beforeModel({ sessionId: 's', modelId: 'mystery-9000', messages });
+    expect(first.compaction).toBeUndefined();
+    const error = {
+      error: {
+        message:
+          "This model's maximum context length is 8192 tokens. However, you requested 9500 tokens (9000 in the messages, 500 in the completion). Please reduce the length of the messages or completion.",
+        type: 'invalid_request_error',
+        code: 'context_length_exceeded',
+      },
+    };
+    expect(await guard.recoverFromOverflow({ sessionId: 's', error })).toMatchObject({ retry: true });
+    expect(ev.last('window-learned')).toMatchObject({
+      modelId: 'mystery-9000',
+      contextWindow: 7_692,
+      previous: 32_000,
+    });
+    const retry = await guard.beforeModel({ sessionId: 's', modelId: 'mystery-9000', messages });
+    expect(retry.contextWindow).toBe(7_692);
+    expect(retry.compaction).toBeDefined();
+    expect(retry.tokens).toBeLessThanOrEqual(retry.threshold);
+    // Another session of the same model starts from what was learned.
+    const other = await guard.beforeModel({ sessionId: 't', modelId: 'mystery-9000', messages: [user('hi')] });
+    expect(other.contextWindow).toBe(7_692);
   });
 
   it('never throws, even on garbage input or a failing store', async () => {

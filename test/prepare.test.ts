@@ -254,11 +254,6 @@ describe('needsCompaction', () => {
   const state = emptySessionState();
   const asked: SessionState = { ...state, compactRequest: {} };
 
-  it('never compacts without a window', () => {
-    const unknown = { ...decisionCall(), contextWindow: undefined, threshold: Number.POSITIVE_INFINITY };
-    expect(needsCompaction(unknown, asked, prepared(1e9, undefined, undefined, true))).toBe(false);
-  });
-
   it('compacts on request, under the threshold too', () => {
     expect(needsCompaction(decisionCall(), asked, prepared(10))).toBe(true);
   });

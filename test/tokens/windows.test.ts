@@ -84,9 +84,10 @@ describe('resolveModelInfo: the id forms users and SDKs send', () => {
     ['gpt-4o-2024-08-06', 128_000],
     ['gpt-4o-mini', 128_000],
     ['chatgpt-4o-latest', 128_000],
-    ['gpt-4.1', 1_047_576],
-    ['gpt-4.1-mini-2025-04-14', 1_047_576],
-    ['gpt-4.1-nano', 1_047_576],
+    // The catalog's figure (OpenAI's pages say 1,047,576): the smaller one cannot overflow.
+    ['gpt-4.1', 1_000_000],
+    ['gpt-4.1-mini-2025-04-14', 1_000_000],
+    ['gpt-4.1-nano', 1_000_000],
     ['gpt-4.5-preview', 128_000],
     ['o1', 200_000],
     ['o1-2024-12-17', 200_000],
@@ -154,7 +155,8 @@ describe('resolveModelInfo: the id forms users and SDKs send', () => {
     // DeepSeek
     ['deepseek-chat', 131_072],
     ['deepseek-reasoner', 131_072],
-    ['deepseek/deepseek-chat-v3-0324:free', 131_072],
+    // The catalog names this OpenRouter route twice (128,000 and 64,000): the smaller one is kept.
+    ['deepseek/deepseek-chat-v3-0324:free', 64_000],
     ['deepseek-ai/DeepSeek-V3', 131_072],
     ['deepseek-v3.1', 131_072],
     ['deepseek-ai/DeepSeek-R1', 131_072],
@@ -220,6 +222,42 @@ describe('resolveModelInfo: the id forms users and SDKs send', () => {
     expect(resolveModelInfo('deepseek-chat')?.family).toBe('deepseek');
     expect(resolveModelInfo('codestral-latest')?.family).toBe('mistral');
     expect(resolveModelInfo('llama-3.3-70b-versatile')?.family).toBe('llama');
+  });
+});
+
+describe('resolveModelInfo: current models, from the catalog dependency', () => {
+  it.each([
+    // The ids of issue 21: a user's `openai.chat('grok-4')`, gateway routes, dated releases, case.
+    ['grok-4', 256_000],
+    ['openai/grok-4', 256_000],
+    ['xai/Grok-4-0709', 256_000],
+    ['gemini-3-pro', 1_048_576],
+    ['gemini-3-pro-preview', 1_048_576],
+    ['google/gemini-3-pro-preview', 1_048_576],
+    ['kimi-k2', 262_144],
+    ['moonshotai/kimi-k2-0905-preview', 262_144],
+    ['kimi-k2-thinking', 262_144],
+    ['qwen3-coder', 262_144],
+    ['Qwen/Qwen3-Coder-480B-A35B-Instruct', 262_144],
+    ['qwen3-coder-plus', 262_144],
+    ['qwen3-max', 262_144],
+    ['glm-4.6v', 128_000],
+    ['claude-opus-4-5-20251101', 200_000],
+  ])('%s → %d', (id, expected) => {
+    expect(windowOf(id)).toBe(expected);
+  });
+
+  it('keeps the overrides above the catalog (GPT-5 takes 272,000 of input, the catalog says 400,000)', () => {
+    expect(windowOf('gpt-5-mini-2025-08-07')).toBe(272_000);
+    expect(windowOf('gpt-5.1')).toBe(272_000);
+  });
+
+  it('gives the catalog families and OpenAI tokenizers', () => {
+    expect(resolveModelInfo('grok-4')?.family).toBe('other');
+    expect(resolveModelInfo('gemini-3-pro')?.family).toBe('google');
+    expect(resolveModelInfo('claude-opus-4-5')?.family).toBe('anthropic');
+    expect(resolveModelInfo('gpt-4o')?.encoding).toBe('o200k_base');
+    expect(resolveModelInfo('gpt-4-turbo')?.encoding).toBe('cl100k_base');
   });
 });
 
@@ -323,7 +361,6 @@ describe('resolveModelInfo: unknown models', () => {
     'claude',
     'gpt',
     'gemini-pro-latest',
-    'gemini-3-pro-preview',
     'amazon.nova-pro-v1:0',
     'Qwen/Qwen2.5-72B-Instruct',
     'llama-guard-3-8b',

@@ -314,15 +314,16 @@ describe('withContextGuard', () => {
       ).toBe(resolveModelInfo('gpt-4o')?.contextWindow);
     });
 
-    it('an unknown model without a profile is reported and passed through, never given 4,097 tokens', async () => {
+    it('an unknown model without a profile is guarded with the fallback window, reported, never given 4,097 tokens', async () => {
       const events = recorder();
       const model = new RecordingChatModel({ model: 'my-local-llm' });
-      const guarded = withContextGuard(model, { onEvent: events.onEvent });
+      const guarded = withContextGuard(model, { onEvent: events.onEvent, sessionId: 'local' });
       const input = longHistory(10);
       await guarded.invoke(input);
-      expect(events.last('config-error')).toMatchObject({ field: 'contextWindow', modelId: 'my-local-llm' });
-      expect(model.calls[0]!.messages).toHaveLength(input.length);
-      expect(await guarded.guard.status('x')).toBeUndefined();
+      expect(events.of('config-error')).toEqual([]);
+      expect(events.last('window-fallback')).toMatchObject({ modelId: 'my-local-llm', contextWindow: 32_000 });
+      expect(events.last('estimate')).toMatchObject({ contextWindow: 32_000 });
+      expect(await guarded.guard.status('local')).toMatchObject({ contextWindow: 32_000 });
     });
   });
 
