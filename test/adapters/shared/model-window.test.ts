@@ -65,14 +65,17 @@ describe('guard.contextWindowFor', () => {
       { options: {}, query: { modelId: 'my-local-llm' } },
     ];
     for (const { options, query } of cases) {
-      const guard = createContextGuard(options);
+      const guard = createContextGuard({ ...options, onEvent: () => {} });
       const window = guard.contextWindowFor(query);
+      // None known: beforeModel guards the call with the fallback window (contextWindowFor, a pure
+      // look-up of the settings, answers undefined so that an adapter knows no window was declared).
+      const expected = window ?? guard.options.fallbackContextWindow;
       const call = { sessionId: 's', messages: [{ role: 'user' as const, content: 'hi' }], modelId: query.modelId };
       const direct = await guard.beforeModel(call);
       const r = await guard.beforeModel({ ...call, ...(window !== undefined ? { contextWindow: window } : {}) });
-      expect(r.contextWindow, JSON.stringify({ options, query })).toBe(window);
+      expect(r.contextWindow, JSON.stringify({ options, query })).toBe(expected);
       // Without a declared window, the result is the one beforeModel resolves by itself.
-      if (query.contextWindow === undefined) expect(direct.contextWindow).toBe(window);
+      if (query.contextWindow === undefined) expect(direct.contextWindow).toBe(expected);
     }
   });
 });
