@@ -52,6 +52,16 @@
 // - a slow summarizer (1 batch in 21): a good summary after 10-40 ms a call, a 4k-8k summarizer
 //   window (many chunks), compactionTimeoutMs 50-300 ms, honouring its signal or answering late;
 //   other batches sometimes get a compactionTimeoutMs of 20-500 ms too;
+// - unknown windows (1 conversation in 8, in batches without a `contextWindow`; bench/soak/windows.ts):
+//   a model no registry knows (one of the batch's, none, or one of its own) and no window from the
+//   host, so the guard measures with its `fallbackContextWindow` (the default 32,000, or 4k-200k in
+//   1 batch in 3); in a third of them the provider's window is 30-75% of the fallback, and the first
+//   request over it is rejected with OpenAI's error naming the limit (as the AI SDK throws it): the
+//   guard must learn it (`window-learned`) and measure the retry and every later call against it.
+//   Checked: the window of every call (the fallback, then the limit), a `window-fallback` event for
+//   a model of its own (`fallback-not-reported`), status() answering after the first call
+//   (`status-missing`), the limit learned (`limit-not-learned`); a request over the learned window
+//   whose guard reported no overflow is a note (the estimate missed the provider's count);
 // - secrets: the 'secret' and 'secret2' styles write whole secrets (API keys, AWS access and secret
 //   keys, bearer tokens, redis://:password@, DB_PASSWORD=, "password": "...", URL credentials,
 //   unsigned JWTs, PGP private key blocks) in user text, tool inputs and outputs, and repository
@@ -179,6 +189,7 @@ import {
   type AdversarialSpec,
   type Cycle,
 } from './soak/hostile.ts';
+import { providerLimit, tooLongError, unknownModelId, unknownWindowArb } from './soak/windows.ts';
 // mulberry32: the summarizer's per-session randomness (it runs at call time, outside fast-check).
 import { prng } from './random.ts';
 
@@ -523,6 +534,11 @@ const conversationArb = fc.record({
   giantSystem: oneIn(25, fraction(0.7, 1.3)),
   /** The window is mapped to 4k-16k (media and giant prompts on small windows). */
   smallWindow: rare(6),
+  /**
+   * A model no registry knows and no window given (in a batch without a `contextWindow`): measured
+   * against the guard's fallback; sometimes the provider's window is smaller and it says so.
+   */
+  unknownWindow: oneIn(8, unknownWindowArb),
 });
 export type ConversationSpec = typeof conversationArb extends fc.Arbitrary<infer T> ? T : never;
 
@@ -603,6 +619,8 @@ const batchArb = fc.record({
   calibration: fc.constantFrom(undefined, undefined, undefined, { max: 3 }, { default: 2 }),
   /** The host's logger throws on some events (the guard must swallow it). */
   throwingLogger: rare(10),
+  /** The window of calls for which none is known (default 32,000). */
+  fallbackContextWindow: oneIn(3, fc.integer({ min: 4_000, max: 200_000 })),
 });
 export type BatchSpec = typeof batchArb extends fc.Arbitrary<infer T> ? T : never;
 
@@ -1108,6 +1126,7 @@ function guardOptions(spec: BatchSpec): ContextGuardOptions {
     exactCounting: spec.exactCounting,
   };
   if (spec.contextWindow !== undefined) o.contextWindow = spec.contextWindow;
+  if (spec.fallbackContextWindow !== undefined) o.fallbackContextWindow = spec.fallbackContextWindow;
   if (spec.target !== undefined) o.target = spec.target;
   if (spec.keepRecentTokens !== undefined) o.keepRecentTokens = spec.keepRecentTokens;
   if (spec.prune !== undefined) o.prune = spec.prune;
@@ -1559,12 +1578,28 @@ async function runConversation(
     summarizerLog: [],
   };
   sessions.set(sessionId, session);
-  const window = batch.contextWindow ?? (spec.smallWindow ? 4_000 + (spec.window % 12_000) : spec.window);
+  // The unknown-window class: no window from the options or the host, a model no registry knows.
+  const unknownWindow = batch.contextWindow === undefined ? spec.unknownWindow : undefined;
+  const fallback = batch.fallbackContextWindow ?? 32_000;
+  /** The window the guard must measure with: it becomes the provider's limit once that is learned. */
+  let window = unknownWindow
+    ? fallback
+    : (batch.contextWindow ?? (spec.smallWindow ? 4_000 + (spec.window % 12_000) : spec.window));
   // Exact counting of huge texts is slow (a BPE pass over megabytes): tokenizer models get the smaller windows.
   const tokenizerModel = spec.modelId === 'gpt-4o' || spec.modelId === 'deepseek-chat';
-  const modelId =
-    tokenizerModel && batch.exactCounting === 'auto' && window > 64_000 ? 'claude-sonnet-4-5' : spec.modelId;
+  const modelId = unknownWindow
+    ? unknownModelId(unknownWindow, index)
+    : tokenizerModel && batch.exactCounting === 'auto' && window > 64_000
+      ? 'claude-sonnet-4-5'
+      : spec.modelId;
+  /** The provider's own window when it is smaller than the fallback (it rejects what is over it). */
+  const limit = unknownWindow ? providerLimit(unknownWindow, fallback) : undefined;
+  let limitLearned = false;
   const tally = (kind: string) => bump(c.hostile, kind);
+  if (unknownWindow)
+    tally(
+      limit !== undefined ? 'unknown window, smaller provider limit' : `unknown window (model: ${unknownWindow.model})`,
+    );
   const b = new Builder(index, window, spec.reusedIds, tally);
   if (batch.summarizer === 'slow') tally('conversations with a slow summarizer');
   const tools: ToolDefinition[] = deepFreeze(
@@ -1692,7 +1727,7 @@ async function runConversation(
           messages: sent as GuardMessage[],
           tools,
           ...(modelId ? { modelId } : {}),
-          ...(batch.contextWindow === undefined ? { contextWindow: window } : {}),
+          ...(batch.contextWindow === undefined && !unknownWindow ? { contextWindow: window } : {}),
           ...(controller ? { signal: controller.signal } : {}),
         }),
         settings.watchdogMs,
@@ -2114,6 +2149,55 @@ async function runConversation(
       if (step.retry) {
         r = await oneCall(step);
         if (!r) return;
+      }
+      if (unknownWindow && call === 1) {
+        // Never silently off: the fallback said once per model (a model of its own: in this session),
+        // and status() answers for the session.
+        if (unknownWindow.model === 'own' && !session.events.some((e) => e.type === 'window-fallback'))
+          fail('fallback-not-reported', `no window-fallback event for ${modelId}`, history);
+        const status = await guard.status(sessionId);
+        if (status?.contextWindow !== window)
+          fail(
+            'status-missing',
+            `status() answered ${JSON.stringify(status?.contextWindow)}, expected ${window}`,
+            history,
+          );
+      }
+      if (limit !== undefined) {
+        const sentTokens = realTokens(billed(r.messages, tools, modelId), spec.ratio, invisibleTokens(spec, window));
+        if (sentTokens > limit && !limitLearned) {
+          // The provider rejects the request, naming its limit: the adapter's recovery, then its one retry.
+          const mark = session.events.length;
+          const recovered = await withWatchdog(
+            guard.recoverFromOverflow({ sessionId, error: tooLongError(limit, sentTokens) }),
+            settings.watchdogMs,
+          );
+          if (recovered === WATCHDOG) {
+            fail('hang', 'recoverFromOverflow did not resolve', history);
+            return;
+          }
+          const learned = session.events
+            .slice(mark)
+            .some((e) => e.type === 'window-learned' && e.contextWindow === limit);
+          if (!recovered.retry || !learned)
+            fail(
+              'limit-not-learned',
+              `the provider's limit ${limit} (request of ${sentTokens}): retry ${recovered.retry}, learned ${learned}`,
+              history,
+            );
+          scanErrors(history);
+          limitLearned = true;
+          window = limit;
+          tally('provider limit learned from its rejection');
+          r = await oneCall(step);
+          if (!r) return;
+          const retried = realTokens(billed(r.messages, tools, modelId), spec.ratio, invisibleTokens(spec, window));
+          // Over the provider's window only when what the guard may not cut is (an overflow it reports);
+          // otherwise the estimate missed the provider's count: worth a look, not a violation of the guard.
+          if (retried > limit && r.overflow !== true)
+            note('retry over the learned window', `the retry costs ${retried} real tokens > ${limit}`, history);
+        } else if (sentTokens > limit && r.overflow !== true)
+          note('request over the learned window', `${sentTokens} real tokens > ${limit}`, history);
       }
 
       const reply = b.reply(s, step.reply);
