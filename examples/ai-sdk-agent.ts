@@ -15,8 +15,6 @@
 // (OPENAI_MODEL / ANTHROPIC_MODEL choose the model; default gpt-4o-mini / claude-haiku-4-5) with the
 // model's real window from the built-in registry. CONTEXT_WINDOW=16000 sets a smaller window, to see
 // compaction on a real model too.
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { dirname, join, relative, resolve, sep } from 'node:path';
 import type {
   LanguageModelV4,
   LanguageModelV4CallOptions,
@@ -29,33 +27,15 @@ import { MockLanguageModelV4 } from 'ai/test';
 import { resolveModelInfo } from 'context-guard';
 import { compactTool, contextGuardMiddleware } from 'context-guard/ai-sdk';
 import { z } from 'zod';
+import { READ_LIMIT, repoFiles } from './repo-files.ts';
+import { earlierFiles, filesSection } from './summary-budget.ts';
 
 // ---------------------------------------------------------------------------------------------
-// The repository the tools read: the nearest folder, from the working directory up, whose
-// package.json is this package's.
+// The repository the tools read: live for a real model, a snapshot of it for the scripted one (so
+// that the offline output, shown in the README, is the same on every run: see repo-files.ts).
 // ---------------------------------------------------------------------------------------------
-function findRepoRoot(from: string): string {
-  for (let dir = resolve(from); ; dir = dirname(dir)) {
-    try {
-      if ((JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: unknown }).name === 'context-guard')
-        return dir;
-    } catch {
-      // no package.json here
-    }
-    if (dirname(dir) === dir) return resolve(from);
-  }
-}
-const root = findRepoRoot(process.cwd());
-
-/** A path inside the repository, or an error the model sees as the tool's result. */
-function inRepo(path: string): string {
-  const full = resolve(root, path);
-  if (full !== root && !full.startsWith(root + sep)) throw new Error(`${path} is outside the repository`);
-  return full;
-}
-
-const SKIP = new Set(['node_modules', 'dist', 'coverage', '.git']);
-const READ_LIMIT = 6_000;
+const offline = !process.env.OPENAI_API_KEY && !process.env.ANTHROPIC_API_KEY;
+const repo = repoFiles(offline);
 const n = (x: number) => Math.round(x).toLocaleString('en-US');
 
 const repoTools = {
@@ -64,19 +44,7 @@ const repoTools = {
     inputSchema: z.object({
       dir: z.string().describe('A directory relative to the repository root, e.g. "src" or "."'),
     }),
-    execute: async ({ dir }) => {
-      const lines: string[] = [];
-      const walk = (full: string) => {
-        for (const entry of readdirSync(full, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
-          if (entry.name.startsWith('.') || SKIP.has(entry.name)) continue;
-          const path = join(full, entry.name);
-          if (entry.isDirectory()) walk(path);
-          else if (lines.length < 200) lines.push(`${relative(root, path)} (${n(statSync(path).size)} bytes)`);
-        }
-      };
-      walk(inRepo(dir));
-      return lines.join('\n') || `${dir}: no files`;
-    },
+    execute: async ({ dir }) => repo.list(dir),
   }),
   read_file: tool({
     description: `Read a text file of the repository: at most ${n(READ_LIMIT)} characters from \`offset\` (default 0).`,
@@ -84,14 +52,7 @@ const repoTools = {
       path: z.string().describe('A file path relative to the repository root, e.g. "src/guard.ts"'),
       offset: z.number().int().min(0).optional(),
     }),
-    execute: async ({ path, offset = 0 }) => {
-      const text = readFileSync(inRepo(path), 'utf8');
-      const chunk = text.slice(offset, offset + READ_LIMIT);
-      const rest = text.length - offset - chunk.length;
-      return rest > 0
-        ? `${chunk}\n[... ${n(rest)} more characters: read_file with offset ${offset + chunk.length}]`
-        : chunk;
-    },
+    execute: async ({ path, offset = 0 }) => repo.read(path, offset),
   }),
 };
 
@@ -218,11 +179,8 @@ function writeSummary(instructions: string, request: string): string {
     if (path && !files.has(path)) files.set(path, m[2]!.replace(/^\/\/\s*|^#\s*/, '').slice(0, 90));
   }
   const focus = /Focus: give the most detail to "([^"]*)"/.exec(instructions)?.[1];
-  return [
-    '## Task state',
-    `- Explaining how context-guard works by reading its source; ${files.size} files read so far.${focus ? ` Focus: ${focus}.` : ''}`,
-    '## Files',
-    ...[...files].map(([path, note]) => `- ${path}: ${note}`),
+  const earlier = earlierFiles(previous);
+  const rest = [
     '## Tool history',
     '- list_files and read_file on the repository; no failures.',
     '## Errors',
@@ -233,7 +191,10 @@ function writeSummary(instructions: string, request: string): string {
     '- "Explain the architecture, citing the files."',
     '## Next steps',
     '- Continue reading the remaining files, then write the overview.',
-  ].join('\n');
+  ];
+  const head = `- Explaining how context-guard works by reading its source; ${files.size + earlier} files read so far.${focus ? ` Focus: ${focus}.` : ''}`;
+  const other = head.length + rest.join('\n').length + 40;
+  return ['## Task state', head, '## Files', ...filesSection(files, earlier, other, instructions), ...rest].join('\n');
 }
 
 /**
@@ -264,6 +225,9 @@ function notesOn(prompt: LanguageModelV4Prompt): string | undefined {
 let scriptStep = 0;
 /** The largest prompt the model received (its own count), to compare with the window. */
 let largestPrompt = 0;
+/** Prompts ending with the result of list_files or read_file, and those where it was sent whole. */
+let latestResults = 0;
+let latestWhole = 0;
 const mock = new MockLanguageModelV4({
   provider: 'mock',
   modelId: 'scripted-agent',
@@ -279,6 +243,13 @@ const mock = new MockLanguageModelV4({
       return result([{ type: 'text', text: writeSummary(first.content, request) }], tokens, 'stop');
     }
     largestPrompt = Math.max(largestPrompt, tokens);
+    // Whether the file the model asked for last reached it whole (the guard may compact this prompt).
+    const lastMessage = prompt.at(-1);
+    const latest = lastMessage?.role === 'tool' ? lastMessage.content.at(-1) : undefined;
+    if (latest?.type === 'tool-result' && latest.toolName !== 'compact_context') {
+      latestResults++;
+      if (latest.output.type === 'text' && latest.output.value === repo.last) latestWhole++;
+    }
     const step = script[scriptStep++];
     if (!step) return result([{ type: 'text', text: FINAL_ANSWER }], tokens, 'stop');
     const notes = notesOn(prompt);
@@ -311,7 +282,6 @@ async function pickModel(): Promise<{ base: LanguageModelV4; label: string }> {
 }
 
 const { base, label } = await pickModel();
-const offline = base === mock;
 // The mock gets a small window so that compaction happens several times. A real model gets its own
 // window from the built-in registry (the middleware passes model.modelId), unless CONTEXT_WINDOW says.
 const contextWindow = Number(process.env.CONTEXT_WINDOW) || (offline ? 8_000 : undefined);
@@ -354,7 +324,7 @@ function describeStep(toolCalls: ReadonlyArray<{ toolName: string; input: unknow
 }
 
 console.log(`context-guard AI SDK demo: ${label}`);
-console.log(`repository: ${root}`);
+console.log(repo.source);
 const registryWindow = resolveModelInfo(base.modelId)?.contextWindow;
 console.log(
   `context window: ${contextWindow ? `${n(contextWindow)} tokens` : registryWindow ? `${n(registryWindow)} tokens (${base.modelId}, from the built-in registry; CONTEXT_WINDOW=16000 to see compaction)` : `unknown for ${base.modelId}: set CONTEXT_WINDOW`}\n`,
@@ -383,7 +353,8 @@ console.log(`${answer.steps.length} steps, ${compactions} compactions.`);
 if (offline) {
   const summarizerCalls = mock.doGenerateCalls.length - answer.steps.length;
   console.log(
-    `Largest prompt the model received: ${n(largestPrompt)} tokens (window ${n(contextWindow ?? 0)}); summarizer calls: ${summarizerCalls}.`,
+    `Largest prompt the model received: ${n(largestPrompt)} tokens (window ${n(contextWindow ?? 0)}); summarizer calls: ${summarizerCalls}.\n` +
+      `The file or listing the model had just asked for reached it whole in ${latestWhole} of ${latestResults} prompts.`,
   );
 }
 if (lastSummary) {

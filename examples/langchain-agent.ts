@@ -17,8 +17,6 @@
 // (OPENAI_MODEL / ANTHROPIC_MODEL choose the model; default gpt-4o-mini / claude-haiku-4-5) with the
 // model's window from its profile or the built-in registry. CONTEXT_WINDOW=16000 sets a smaller
 // window, to see compaction on a real model too.
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { dirname, join, relative, resolve, sep } from 'node:path';
 import { BaseCallbackHandler } from '@langchain/core/callbacks/base';
 import type { CallbackManagerForLLMRun } from '@langchain/core/callbacks/manager';
 import type { BaseLanguageModelInput } from '@langchain/core/language_models/base';
@@ -46,74 +44,31 @@ import {
   type BaseMessage,
 } from 'langchain';
 import { z } from 'zod';
+import { READ_LIMIT, repoFiles } from './repo-files.ts';
+import { earlierFiles, filesSection } from './summary-budget.ts';
 
 // ---------------------------------------------------------------------------------------------
-// The repository the tools read: the nearest folder, from the working directory up, whose
-// package.json is this package's.
+// The repository the tools read: live for a real model, a snapshot of it for the scripted one (so
+// that the offline output, shown in the README, is the same on every run: see repo-files.ts).
 // ---------------------------------------------------------------------------------------------
-function findRepoRoot(from: string): string {
-  for (let dir = resolve(from); ; dir = dirname(dir)) {
-    try {
-      if ((JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: unknown }).name === 'context-guard')
-        return dir;
-    } catch {
-      // no package.json here
-    }
-    if (dirname(dir) === dir) return resolve(from);
-  }
-}
-const root = findRepoRoot(process.cwd());
-
-/** A path inside the repository, or an error the model sees as the tool's result. */
-function inRepo(path: string): string {
-  const full = resolve(root, path);
-  if (full !== root && !full.startsWith(root + sep)) throw new Error(`${path} is outside the repository`);
-  return full;
-}
-
-const SKIP = new Set(['node_modules', 'dist', 'coverage', '.git']);
-const READ_LIMIT = 6_000;
+const offline = !process.env.OPENAI_API_KEY && !process.env.ANTHROPIC_API_KEY;
+const repo = repoFiles(offline);
 const n = (x: number) => Math.round(x).toLocaleString('en-US');
 
-const listFiles = tool(
-  async ({ dir }) => {
-    const lines: string[] = [];
-    const walk = (full: string) => {
-      for (const entry of readdirSync(full, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
-        if (entry.name.startsWith('.') || SKIP.has(entry.name)) continue;
-        const path = join(full, entry.name);
-        if (entry.isDirectory()) walk(path);
-        else if (lines.length < 200) lines.push(`${relative(root, path)} (${n(statSync(path).size)} bytes)`);
-      }
-    };
-    walk(inRepo(dir));
-    return lines.join('\n') || `${dir}: no files`;
-  },
-  {
-    name: 'list_files',
-    description: 'List the files under a directory of the repository (recursively), with their sizes.',
-    schema: z.object({ dir: z.string().describe('A directory relative to the repository root, e.g. "src" or "."') }),
-  },
-);
+const listFiles = tool(async ({ dir }) => repo.list(dir), {
+  name: 'list_files',
+  description: 'List the files under a directory of the repository (recursively), with their sizes.',
+  schema: z.object({ dir: z.string().describe('A directory relative to the repository root, e.g. "src" or "."') }),
+});
 
-const readFile = tool(
-  async ({ path, offset = 0 }) => {
-    const text = readFileSync(inRepo(path), 'utf8');
-    const chunk = text.slice(offset, offset + READ_LIMIT);
-    const rest = text.length - offset - chunk.length;
-    return rest > 0
-      ? `${chunk}\n[... ${n(rest)} more characters: read_file with offset ${offset + chunk.length}]`
-      : chunk;
-  },
-  {
-    name: 'read_file',
-    description: `Read a text file of the repository: at most ${n(READ_LIMIT)} characters from \`offset\` (default 0).`,
-    schema: z.object({
-      path: z.string().describe('A file path relative to the repository root, e.g. "src/guard.ts"'),
-      offset: z.number().int().min(0).optional(),
-    }),
-  },
-);
+const readFile = tool(async ({ path, offset = 0 }) => repo.read(path, offset), {
+  name: 'read_file',
+  description: `Read a text file of the repository: at most ${n(READ_LIMIT)} characters from \`offset\` (default 0).`,
+  schema: z.object({
+    path: z.string().describe('A file path relative to the repository root, e.g. "src/guard.ts"'),
+    offset: z.number().int().min(0).optional(),
+  }),
+});
 
 // ---------------------------------------------------------------------------------------------
 // The offline model: a script of tool calls, then an answer. It also writes the guard's summaries.
@@ -259,11 +214,8 @@ function writeSummary(instructions: string, request: string): string {
     }
   }
   const focus = /Focus: give the most detail to "([^"]*)"/.exec(instructions)?.[1];
-  return [
-    '## Task state',
-    `- Explaining how context-guard works by reading its source; ${files.size} files read so far.${focus ? ` Focus: ${focus}.` : ''}`,
-    '## Files',
-    ...[...files].map(([path, note]) => `- ${path}: ${note}`),
+  const earlier = earlierFiles(previous);
+  const rest = [
     '## Tool history',
     '- list_files and read_file on the repository; no failures.',
     '## Errors',
@@ -274,7 +226,10 @@ function writeSummary(instructions: string, request: string): string {
     '- "Explain the architecture, citing the files."',
     '## Next steps',
     '- Continue reading the remaining files, then write the overview.',
-  ].join('\n');
+  ];
+  const head = `- Explaining how context-guard works by reading its source; ${files.size + earlier} files read so far.${focus ? ` Focus: ${focus}.` : ''}`;
+  const other = head.length + rest.join('\n').length + 40;
+  return ['## Task state', head, '## Files', ...filesSection(files, earlier, other, instructions), ...rest].join('\n');
 }
 
 /**
@@ -312,6 +267,9 @@ class ScriptedChatModel extends BaseChatModel<ScriptedCallOptions> {
   summaryRequests = 0;
   /** The largest prompt the model received (its own count), to compare with the window. */
   largestPrompt = 0;
+  /** Prompts ending with the result of list_files or read_file, and those where it was sent whole. */
+  latestResults = 0;
+  latestWhole = 0;
   private readonly summaryRuns = new SummaryRunTracker();
 
   constructor() {
@@ -370,6 +328,12 @@ class ScriptedChatModel extends BaseChatModel<ScriptedCallOptions> {
       );
     }
     this.largestPrompt = Math.max(this.largestPrompt, inputTokens);
+    // Whether the file the model asked for last reached it whole (the guard may compact this prompt).
+    const latest = messages.at(-1);
+    if (latest && ToolMessage.isInstance(latest) && latest.name !== 'compact_context') {
+      this.latestResults++;
+      if (latest.content === repo.last) this.latestWhole++;
+    }
     const step = script[this.step];
     if (!step) return new AIMessage(HumanMessage.isInstance(messages.at(-1)) ? FOLLOW_UP_ANSWER : FINAL_ANSWER);
     this.step++;
@@ -478,7 +442,7 @@ const agent = createAgent({
 const config = { configurable: { thread_id: threadId }, recursionLimit: 500 };
 
 console.log(`context-guard LangChain demo: ${label}`);
-console.log(`repository: ${root}`);
+console.log(repo.source);
 const knownWindow = model.profile?.maxInputTokens ?? resolveModelInfo(id)?.contextWindow;
 console.log(
   `context window: ${contextWindow ? `${n(contextWindow)} tokens` : knownWindow ? `${n(knownWindow)} tokens (${id}; CONTEXT_WINDOW=16000 to see compaction)` : `unknown for ${id}: set CONTEXT_WINDOW`}\n`,
@@ -500,7 +464,8 @@ console.log(`\n${result.messages.at(-1)?.text ?? ''}\n`);
 console.log(`${modelCalls} model calls, ${compactions} compactions.`);
 if (scripted) {
   console.log(
-    `Largest prompt the model received: ${n(scripted.largestPrompt)} tokens (window ${n(contextWindow ?? 0)}); summarizer calls: ${scripted.summaryRequests}.`,
+    `Largest prompt the model received: ${n(scripted.largestPrompt)} tokens (window ${n(contextWindow ?? 0)}); summarizer calls: ${scripted.summaryRequests}.\n` +
+      `The file or listing the model had just asked for reached it whole in ${scripted.latestWhole} of ${scripted.latestResults} prompts.`,
   );
 }
 
