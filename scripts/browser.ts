@@ -42,8 +42,8 @@ export interface Browser {
   close(): Promise<void>;
 }
 
-/** Launches the system's Chromium, headless, with a fresh profile. */
-export async function launchBrowser(): Promise<Browser> {
+/** Launches the system's Chromium, headless, with a fresh profile (`deviceScaleFactor` 2 for sharp screenshots). */
+export async function launchBrowser(options: { deviceScaleFactor?: number } = {}): Promise<Browser> {
   const executablePath = chromiumPath();
   if (!executablePath)
     throw new Error(`No Chromium found (CHROMIUM_PATH, /usr/bin/chromium). Install it: ${INSTALL_CHROMIUM}`);
@@ -53,6 +53,7 @@ export async function launchBrowser(): Promise<Browser> {
     headless: true,
     args: CHROMIUM_FLAGS,
     viewport: { width: 1280, height: 800 },
+    deviceScaleFactor: options.deviceScaleFactor ?? 1,
   });
   return {
     context,
