@@ -237,7 +237,14 @@ export class SessionRepository {
       if (got.value) {
         const release = this.hold(sessionId, got.value, ttl);
         // Another process may have finished just before: decide again on the fresh state.
-        if (await stillNeeded()) return { release };
+        let needed: boolean;
+        try {
+          needed = await stillNeeded();
+        } catch (error) {
+          await release(); // never a lease renewed for a call that is gone
+          throw error;
+        }
+        if (needed) return { release };
         await release();
         return {};
       }

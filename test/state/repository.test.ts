@@ -394,6 +394,23 @@ describe('SessionRepository: fenced leases', () => {
   });
 });
 
+describe('SessionRepository: a lease is never left behind', () => {
+  it('releases the lease (and stops renewing it) when deciding on the fresh state throws', async () => {
+    const store = new LeasingStore();
+    const { repo } = repository(store);
+    const failing = async (): Promise<boolean> => {
+      throw new Error('prepare failed');
+    };
+    await expect(repo.run('s', () => repo.lockCompaction('s', 30_000, 1_000, failing))).rejects.toThrow(
+      'prepare failed',
+    );
+    expect(store.holder).toBeUndefined();
+    expect(repo.fence('s')).toBeUndefined();
+    await new Promise((r) => setTimeout(r, LEASE_TTL_MS / 3 + 200));
+    expect(store.renewals).toEqual([]);
+  });
+});
+
 describe('SessionRepository: delete', () => {
   it('forgets the session in the store and in the in-process copy', async () => {
     const store = new FakeStore();
