@@ -198,6 +198,23 @@ export interface OverflowEvent extends SessionEvent {
 }
 
 /**
+ * The fixed part of every prompt (the system messages, the tool definitions, and what the provider
+ * counts beyond the messages: its formatting, a system prompt or tool schemas the host keeps
+ * elsewhere, as its real counts show) is over the threshold on its own: no compaction can bring a
+ * prompt under it. Rather than compacting on every call, the guard holds prompts under `limit`
+ * instead (half way from the fixed part to the window) and compacts only past it. Reported once per
+ * session until a call is under the threshold again. `hiddenTokens`: the part no message shows.
+ */
+export interface FixedOverThresholdEvent extends SessionEvent {
+  type: 'fixed-over-threshold';
+  fixedTokens: number;
+  hiddenTokens: number;
+  threshold: number;
+  limit: number;
+  contextWindow: number;
+}
+
+/**
  * A mechanical digest could not keep the start of every message it stands for, even with each
  * entry cut to its shortest: tool output and assistant text went first, and `lostUserMessages`
  * user messages could not be kept at all (the digest says so too). Only on very small windows.
@@ -287,6 +304,7 @@ export type ContextGuardEvent =
   | CompactionEndEvent
   | SummarizerFailedEvent
   | OverflowEvent
+  | FixedOverThresholdEvent
   | DigestLossEvent
   | InvalidMessagesEvent
   | OverflowRetryEvent

@@ -21,7 +21,7 @@ import { CircuitBreaker } from './compaction/summarize.ts';
 import type { ContextGuardEvent, ErrorEvent } from './events.ts';
 import type { GuardMessage } from './messages.ts';
 import { isContextLengthError, promptTokensFromError, windowFromError } from './overflow.ts';
-import { needsCompaction, PairingProgress, prepare } from './prepare.ts';
+import { compactionCall, needsCompaction, PairingProgress, prepare } from './prepare.ts';
 import { recordCall, recordUsage, reportEstimate } from './record.ts';
 import { CheckedInputs, failClosed } from './safety.ts';
 import { SessionRepository } from './state/repository.ts';
@@ -336,7 +336,8 @@ class Guard implements ContextGuard {
       );
       try {
         attempted = needsCompaction(call, state, p);
-        if (attempted) outcome = await compact(call, compactionRequest(state, p, input.signal), this.compaction);
+        if (attempted)
+          outcome = await compact(compactionCall(call, p), compactionRequest(state, p, input.signal), this.compaction);
         // Committed under the lock (and its fence): a process waiting for it finds the new summary
         // in the state as soon as it may take the lock.
         return await recordCall(this, call, state, p, outcome, attempted, staleCompared);

@@ -26,6 +26,18 @@ export interface Prepared {
   memoChanged?: boolean;
   /** The latest request is sent cut or without its media although, with only the fixed part, it would fit whole. */
   requestEdited?: boolean;
+  /** Set when the fixed part of every prompt alone is over the threshold (see fixedOverThreshold). */
+  fixed?: FixedPart;
+}
+
+/** The fixed part of every prompt, when it alone is over the threshold, and the limit held instead. */
+export interface FixedPart {
+  /** System messages + tools + the invisible share, priced as after a compaction. */
+  tokens: number;
+  /** The invisible share alone: what the provider counts beyond the messages. */
+  hidden: number;
+  /** What prompts are held under instead of the threshold: half way from the fixed part to the window. */
+  limit: number;
 }
 
 /**
@@ -123,15 +135,15 @@ function prepareWith(
  * replay would compact again).
  */
 export function prepare(call: Call, state: SessionState, c: ResolvedCalibration, pairing: PairingProgress): Prepared {
-  const p = prepareWith(call, state, state.memo, c, pairing);
+  const p = withFixedPart(call, state, c, prepareWith(call, state, state.memo, c, pairing));
   const request = p.memo ? requestIndex(call.hostMessages, p.memo.own) : -1;
   if (!p.memo || request < 0) return p;
   let best = p;
   for (const keepMedia of [false, true]) {
     const relaxed = requestEditsDropped(p.memo, request, keepMedia);
     if (!relaxed) continue;
-    const whole = prepareWith(call, state, relaxed, c, pairing);
-    if (whole.est.tokens > call.threshold) continue;
+    const whole = withFixedPart(call, state, c, prepareWith(call, state, relaxed, c, pairing));
+    if (whole.est.tokens > limitOf(call, whole)) continue;
     best = { ...whole, memoChanged: true };
     break;
   }
@@ -149,6 +161,40 @@ export function prepare(call: Call, state: SessionState, c: ResolvedCalibration,
   const media = !cut && requestEditsDropped(best.memo, request) !== undefined;
   const fits = (withMedia: boolean) => requestFitsAlone(call, state, request, best, c, withMedia);
   return (cut && fits(false)) || (media && fits(true)) ? { ...best, requestEdited: true } : best;
+}
+
+/**
+ * `p` with its fixed part when the prompt is over the threshold and the fixed part of every prompt
+ * (system messages, tools, and the invisible share real counts revealed: a system prompt the host
+ * keeps elsewhere) is over it too, priced as a compaction would price it. No compaction can then
+ * bring the prompt under the threshold: compacting on every call would only cut away, call after
+ * call, what the model just asked for. The prompt is held under a limit half way from the fixed
+ * part to the window instead (room for the conversation and the answer alike).
+ */
+function withFixedPart(call: Call, state: SessionState, c: ResolvedCalibration, p: Prepared): Prepared {
+  const window = call.contextWindow;
+  if (window === undefined || p.est.tokens <= call.threshold) return p;
+  const fixed = call.measureApart(call.hostMessages.filter((m) => m.role === 'system'));
+  const planned = compactionCalibration(state.calibration, c, p.est.tokens, p.measured.chars, p.measured.mediaTokens);
+  const price = priceAfterReset(planned, c);
+  const tokens = Math.ceil(price(fixed.chars, fixed.mediaTokens));
+  if (tokens <= call.threshold) return p;
+  const hidden = Math.max(0, Math.round(price(0, 0)));
+  const limit = Math.max(call.threshold, Math.floor(window - Math.max(0, window - tokens) / 2));
+  p.fixed = { tokens, hidden, limit };
+  return p;
+}
+
+/** What the prompt is held under: the threshold, or the limit when the fixed part alone is over it. */
+export function limitOf(call: Call, p: Prepared): number {
+  return p.fixed?.limit ?? call.threshold;
+}
+
+/** The call a compaction runs with: its threshold the limit when the fixed part alone is over the threshold. */
+export function compactionCall(call: Call, p: Prepared): Call {
+  const limit = limitOf(call, p);
+  // The call's own measures and caches, seen through an object that answers another threshold.
+  return limit === call.threshold ? call : (Object.create(call, { threshold: { value: limit } }) as Call);
 }
 
 /**
@@ -184,7 +230,7 @@ function requestFitsAlone(
 export function needsCompaction(call: Call, state: SessionState, p: Prepared): boolean {
   if (call.contextWindow === undefined) return false;
   if (state.compactRequest !== undefined || p.requestEdited === true) return true;
-  if (p.est.tokens <= call.threshold) return false;
+  if (p.est.tokens <= limitOf(call, p)) return false;
   if (p.memo?.overflowed !== true || p.est.tokens > call.contextWindow) return true;
   const request = requestIndex(call.hostMessages, p.memo.own);
   return p.memo.requestClip?.index === request || hasCompactable(p.view, request);

@@ -96,6 +96,8 @@ export function recordCall(
     if ('compactRequest' in next && (!current.compactRequest || attempted)) delete next.compactRequest;
     // The mark this call read and compared the whole history for (guard.ts); a newer one stays.
     if (staleCompared !== undefined && current.historyStale === staleCompared) delete next.historyStale;
+    if (p.fixed) next.fixedReported = true;
+    else if ('fixedReported' in next && tokens <= threshold) delete next.fixedReported;
     const { pace, costs } = paceAndCosts(current, tokens, outcome?.result, ctx.options.cost);
     next.pace = pace;
     next.costs = costs;
@@ -115,6 +117,16 @@ export function recordCall(
   // Set only when there (no spread of a conditional object: a slower copy, on every call).
   if (outcome) result.compaction = outcome.result;
   if ((contextWindow !== undefined && tokens > threshold) || outcome?.result.overflow) result.overflow = true;
+  if (p.fixed && !state.fixedReported && contextWindow !== undefined)
+    ctx.emit({
+      type: 'fixed-over-threshold',
+      sessionId,
+      fixedTokens: p.fixed.tokens,
+      hiddenTokens: p.fixed.hidden,
+      threshold,
+      limit: p.fixed.limit,
+      contextWindow,
+    });
   // The default in-memory store: no promise on the common path.
   if (!outcome && ctx.sessions.commitNow(sessionId, state, change)) return result;
   return (async () => {

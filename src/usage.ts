@@ -1,7 +1,10 @@
 // Judging a provider's usage report before it becomes a real count. What a provider or an adapter
-// reports can be missing, malformed, or implausible (a sum of every step, a count that leaves the
-// cache out, a corrupted number): one such count would anchor every later estimate, so it is
-// ignored with the reason, never recorded.
+// reports can be missing, malformed, or a number no provider could have counted for the request (a
+// corrupted 1e12, a cache count that overflows to Infinity, 1 token for a long prompt): one such
+// count would anchor every later estimate, so it is ignored with the reason, never recorded. A count
+// within the window is a count the provider accepted: it is real, however far it is from what the
+// visible text suggests (a system prompt or tool schemas the host keeps out of the guard's sight),
+// and it is always recorded; calibration.ts decides how much of what it reveals later calls carry.
 import type { ModelUsage } from './api.ts';
 import type { ResolvedCalibration } from './config.ts';
 import type { UsageIgnoredEvent } from './events.ts';
@@ -27,8 +30,10 @@ export function usageShapeProblem(usage: ModelUsage | undefined | null): UsageIg
 
 /**
  * The real count `usage` gives for the `pending` request, or why it is ignored. The input count is
- * the total (cached tokens reported apart are added); it must lie in the range the request could
- * plausibly cost. An implausible output count alone is dropped and the input count kept.
+ * the total (cached tokens reported apart are added); it is taken when it lies in the range the
+ * request could plausibly cost (plausibleInputRange): any count up to the window, and beyond it
+ * (a window set below the model's) what the visible text with an invisible part could cost; never
+ * one absurdly low for the text. An implausible output count alone is dropped and the input count kept.
  */
 export function judgeUsage(
   usage: ModelUsage,

@@ -193,17 +193,21 @@ describe('the latest user request stays whole when a large fixed part leaves roo
     expect(second.tokens).toBeLessThanOrEqual(second.threshold);
   });
 
-  it('an irreducible part over the threshold: one overflow event, then no compaction until something new can be compacted', async () => {
+  it('a system prompt over the threshold alone: reported once, the prompt held under the window, no compaction loop', async () => {
     const ev = recorder();
     const guard = createContextGuard({ contextWindow: 8_000, onEvent: ev.onEvent });
     const sys = system(text('SYSTEM', 20_000)); // over the threshold alone
     const input = [sys, user('first'), assistant('answer'), user('second request')];
     const a = await guard.beforeModel({ sessionId: 's', messages: input });
-    expect(ev.of('overflow')).toHaveLength(1);
+    const fixed = ev.of('fixed-over-threshold');
+    expect(fixed).toHaveLength(1);
+    expect(a.tokens).toBeLessThanOrEqual(fixed[0]?.limit as number);
+    expect(a.tokens).toBeLessThan(8_000);
+    expect(a.overflow).toBe(true);
     expect(userText(a.messages[a.messages.length - 1] as GuardMessage)).toBe('second request');
     const b = await guard.beforeModel({ sessionId: 's', messages: input });
     expect(b.compaction).toBeUndefined();
-    expect(ev.of('overflow')).toHaveLength(1);
+    expect(ev.of('fixed-over-threshold')).toHaveLength(1);
     expect(b.messages).toEqual(a.messages);
   });
 });

@@ -73,6 +73,15 @@ describe('judgeUsage', () => {
     expect(judge({ inputTokens: 100_000 }).ok).toBe(true);
   });
 
+  it('accepts any count within the window, however far above the visible text (a hidden system prompt)', () => {
+    const small: PendingRequest = { ...PENDING, chars: 2_000, prompt: { messages: 2, chars: 2_000, hash: 2 } };
+    // 500 heuristic tokens of visible text, 99,000 counted: tool schemas or a system prompt kept elsewhere.
+    expect(judgeUsage({ inputTokens: 99_000 }, small, C, WINDOW)).toMatchObject({ ok: true, inputTokens: 99_000 });
+    expect(judgeUsage({ inputTokens: 26_000 }, small, C, 32_000)).toMatchObject({ ok: true, inputTokens: 26_000 });
+    // Over the window, only what the text with an invisible part could cost (a window set below the model's).
+    expect(judgeUsage({ inputTokens: 40_000 }, small, C, 32_000)).toMatchObject({ ok: false, reason: 'implausible' });
+  });
+
   it('rejects an absurdly low count for the request (1 token for a long prompt)', () => {
     expect(judge({ inputTokens: 199 })).toMatchObject({ ok: false, reason: 'implausible' });
     expect(judge({ inputTokens: 200 }).ok).toBe(true);

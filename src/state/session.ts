@@ -32,6 +32,16 @@ export interface CalibrationState {
   /** The last request sent, waiting for its real count in afterModel. */
   pending?: PendingRequest;
   /**
+   * The invisible share real counts reveal: what the provider counts beyond the visible prompt
+   * priced at the growth model's rate (its formatting, a system prompt or tool schemas the host
+   * keeps elsewhere). `last`: the latest count's; `recent`: the last three counts' (since the host
+   * last rewrote its history); `consistent`: the smallest of them, set from the second count on. A
+   * share consistent from call to call is real and survives a compaction (it does not shrink with
+   * the visible prompt); a one-off jump (a host reporting the sum of several steps) is at most an
+   * upper bound and is not carried (tokens/calibration.ts).
+   */
+  hidden?: { last: number; consistent?: number; recent?: number[] };
+  /**
    * The largest recent shortfall of an anchored estimate: real tokens beyond what was estimated,
    * decayed at each real count (tokens/calibration.ts, shortfallMargin); absent in states stored
    * before, and where no estimate fell short.
@@ -120,6 +130,11 @@ export interface SessionState {
    * state before it was set.
    */
   historyStale?: number;
+  /**
+   * Set when a `fixed-over-threshold` event reported that the fixed part of every prompt alone is
+   * over the threshold (record.ts): reported once, until a call is under the threshold again.
+   */
+  fixedReported?: boolean;
 }
 
 export function emptySessionState(): SessionState {

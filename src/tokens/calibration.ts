@@ -176,7 +176,8 @@ export function estimate(
       const response = (extension.responseChars / CHARS_PER_TOKEN) * correction + perMessage;
       added += Math.max(0, anchor.outputTokens - response);
     }
-    const tokens = Math.max(anchor.realTokens, anchor.realTokens + added) + shortfallMargin(state);
+    const base = anchor.realTokens - oneOffJump(state, anchor.realTokens);
+    const tokens = Math.max(base, base + added) + shortfallMargin(state);
     return { tokens: Math.ceil(tokens), heuristicTokens, correction, method: 'anchored' };
   }
   const correction = ratioCorrection(anchor, c);
@@ -186,6 +187,33 @@ export function estimate(
     correction,
     method: 'scaled',
   };
+}
+
+/**
+ * Counts whose invisible share is compared: the smallest of the last three is the consistent one,
+ * so that a host summing one, two or three steps in turn never shows its sums as the share.
+ */
+const HIDDEN_COUNTS = 3;
+
+/**
+ * Share of a count by which its invisible part may exceed the consistent one before it is read as a
+ * one-off jump rather than content the guard cannot see (a hook's output, a linter's note, reasoning
+ * the provider keeps: a few percent of the count, which the next count confirms anyway). A host that
+ * sums two steps or more reports at least twice the prompt: a jump of half the count or more.
+ */
+const JUMP_SHARE = 0.4;
+
+/**
+ * The part of the anchor's count that is a one-off jump of its invisible share: over the share
+ * consistent from call to call by more than JUMP_SHARE of the count (a host that reported the sum
+ * of several steps as one count). At most an upper bound of the prompt, it is not carried into the
+ * estimates built on the anchor; a jump the next count confirms becomes the consistent share.
+ */
+export function oneOffJump(state: CalibrationState, realTokens: number): number {
+  const h = state.hidden;
+  if (h?.consistent === undefined) return 0;
+  const jump = h.last - Math.max(0, h.consistent);
+  return jump > JUMP_SHARE * realTokens ? jump : 0;
 }
 
 /**
@@ -233,6 +261,17 @@ export function recordRealCount(
   if (outputTokens !== undefined) anchorNext.outputTokens = outputTokens;
   const next: CalibrationState = { anchor: anchorNext };
   if (growth) next.growth = growth;
+  // The share this count shows beyond the visible prompt, and the smaller of it and the previous one.
+  const rate = growthModel(next, c).rate;
+  const last = realTokens - mediaTokens - (chars / CHARS_PER_TOKEN) * rate;
+  // A host that rewrote its history (the request does not extend the anchor: its own compaction, a
+  // new conversation on the session) may show another share: the comparison starts again. Across
+  // the guard's own compactions (no anchor, a reference) it goes on: the share does not shrink with
+  // the visible prompt, and a count of the compacted prompt is what shows it is real.
+  const rewritten = anchor !== undefined && !pending.extendsAnchor;
+  const earlier = state.hidden === undefined || rewritten ? [] : (state.hidden.recent ?? [state.hidden.last]);
+  const recent = [...earlier.slice(1 - HIDDEN_COUNTS), last];
+  next.hidden = recent.length > 1 ? { last, consistent: Math.min(...recent), recent } : { last, recent };
   // Under one token it is noise, and the state stays as it was before any shortfall.
   if (shortfall >= 1) next.shortfall = shortfall;
   return next;
@@ -250,6 +289,7 @@ export function resetCalibration(state: CalibrationState, offset = 0): Calibrati
   const next: CalibrationState = {};
   if (state.growth) next.growth = state.growth;
   if (state.shortfall !== undefined) next.shortfall = state.shortfall;
+  if (state.hidden !== undefined) next.hidden = state.hidden;
   if (last)
     next.reference = {
       realTokens: last.realTokens,
@@ -279,10 +319,21 @@ export function priceAfterReset(
   // The invisible part is real − marginal × heuristic, which needs a measured marginal rate: from
   // a single real count, a dense tokenizer (CJK, a provider counting 3 tokens per 4 characters)
   // and a hidden system prompt look alike, and reading the former as the latter would price a
-  // compacted prompt as if it could never fit.
-  const invisible = state.growth
-    ? Math.max(0, ref.realTokens - ref.mediaTokens - (ref.chars / CHARS_PER_TOKEN) * marginal)
-    : 0;
+  // compacted prompt as if it could never fit. It may be negative: the reference's prompt then
+  // costs less per token than what was added to it (a large system prompt of plain prose, tool
+  // steps dense with JSON), and a compacted prompt is the reference's minus what was removed,
+  // priced at the marginal rate; clamped at zero, the system prompt alone would be priced at the
+  // marginal rate (a 22k-token system prompt priced over a 32k window: a compaction every call).
+  // A share consistent over the last two counts is real, with or without a measured rate (two
+  // counts of a compacted prompt, no growth between them); the latest count's share alone is at
+  // most an upper bound of it (a host that reported the sum of several steps as one count).
+  const consistent = state.hidden?.consistent;
+  const measured = state.growth
+    ? ref.realTokens - ref.mediaTokens - (ref.chars / CHARS_PER_TOKEN) * marginal
+    : Number.NEGATIVE_INFINITY;
+  let invisible = state.growth ? measured : 0;
+  if (consistent !== undefined)
+    invisible = state.growth ? Math.min(measured, Math.max(0, consistent)) : Math.max(0, consistent);
   const offset = state.anchor ? 0 : (state.reference?.offset ?? 0);
   return (chars, media) =>
     Math.max((chars / CHARS_PER_TOKEN) * ratio, invisible + (chars / CHARS_PER_TOKEN) * marginal) + media + offset;
@@ -306,12 +357,15 @@ function invisibleAllowance(contextWindow: number | undefined): number {
 }
 
 /**
- * The input tokens a request could plausibly have cost. A real count outside this range is a
- * provider or adapter bug (a sum of every step, a count that excludes the cache, a corrupted
- * number), and one such count would otherwise anchor every later estimate: far too high, it makes
- * each call compact the history away; far too low, it sends prompts over the window.
- * - at most calibration.max × the text's heuristic + twice the media estimate + an invisible part,
- *   and at most twice the window plus that part (no provider answers a prompt far over its window);
+ * The input tokens a request could plausibly have cost. A count outside this range is a provider or
+ * adapter bug (a corrupted number, a count that excludes the cache), and one such count would
+ * otherwise anchor every later estimate: far too high, it makes each call compact the history away;
+ * far too low, it sends prompts over the window.
+ * - at most the window, whatever the visible text: a count the provider accepted within the window
+ *   is real (a hidden system prompt of 26k tokens over 2k of visible text in a 32k window);
+ * - beyond the window (a `contextWindow` set below the model's own), at most calibration.max × the
+ *   text's heuristic + twice the media estimate + an invisible part, and at most twice the window
+ *   plus that part (no provider answers a prompt far over its window);
  * - at least a fiftieth of the text's heuristic, checked only on prompts large enough for the ratio
  *   to mean something. Far lower counts are real too (a provider package that drops what the guard
  *   counted, such as thinking blocks whose signature an edit removed): only absurd ones are refused.
@@ -326,7 +380,8 @@ export function plausibleInputRange(
   const byEstimate = c.max * text + 2 * request.mediaTokens + allowance;
   const byWindow = contextWindow === undefined ? Number.POSITIVE_INFINITY : 2 * contextWindow + allowance;
   const min = text >= 1_000 ? Math.floor(text / 50) : 1;
-  return { min, max: Math.ceil(Math.min(byEstimate, Math.max(byWindow, 2 * request.mediaTokens + allowance))) };
+  const beyond = Math.min(byEstimate, Math.max(byWindow, 2 * request.mediaTokens + allowance));
+  return { min, max: Math.ceil(Math.max(contextWindow ?? 0, beyond)) };
 }
 
 /**
@@ -351,6 +406,9 @@ export function compactionCalibration(
   mediaTokens: number,
 ): CalibrationState {
   const base = priceAfterReset(resetCalibration(state), c);
+  // What the estimate holds beyond the reset pricing (a share seen through a single count, or a
+  // one-off jump of it: at most an upper bound) plans this compaction and prices the compacted
+  // prompt until its own real count; only a share consistent from call to call outlives that.
   const offset = Math.max(0, tokens - Math.ceil(base(chars, mediaTokens)));
   return resetCalibration(state, offset);
 }

@@ -430,7 +430,13 @@ export async function simulate(scenario: Scenario): Promise<SimulationReport> {
     const callEvents = events.events.slice(eventsBefore);
     threshold = result.threshold;
 
-    const overflow = callEvents.some((e) => e.type === 'overflow') || result.compaction?.overflow === true;
+    // Over the threshold is allowed when the system messages and tools alone are over it (reported
+    // once with fixed-over-threshold): then the prompt is held under its limit.
+    const fixed = events.events.findLast((e) => e.type === 'fixed-over-threshold');
+    const overflow =
+      callEvents.some((e) => e.type === 'overflow') ||
+      result.compaction?.overflow === true ||
+      (fixed?.type === 'fixed-over-threshold' && result.tokens > result.threshold && result.tokens <= fixed.limit);
     const real = realTokens(result.messages, tools, provider);
     const out = measure(result.messages, provider);
     const estimate = callEvents.find((e) => e.type === 'estimate');

@@ -63,6 +63,11 @@ export interface Received {
 export interface ScriptOptions {
   /** Token rule ratio of this "provider" (a function: per call, e.g. per conversation). */
   ratio?: number | ((options: CallOptions) => number);
+  /**
+   * Tokens the provider counts on every agent call beyond the prompt it receives (a system prompt or
+   * tool schemas kept elsewhere, its own formatting): in `tokens` and in the usage it reports.
+   */
+  hidden?: number;
   /** The agent's answer for a call; may throw (a provider error). `index` counts agent calls from 0. */
   reply: (options: CallOptions, index: number) => Turn | Promise<Turn>;
   /** The default summarizer's answer. */
@@ -143,7 +148,7 @@ export function scriptedModel<M>(Mock: MockClass<M>, script: ScriptOptions) {
   async function answer(kind: Received['kind'], options: CallOptions) {
     const summarizer = isSummarizerCall(options);
     const ratio = ratioOf(options);
-    const input = promptTokens(options, ratio);
+    const input = promptTokens(options, ratio) + (summarizer ? 0 : (script.hidden ?? 0));
     received.push({ kind, summarizer, options, tokens: input });
     // Like a real provider (fetch): an aborted call fails at once.
     if (options.abortSignal?.aborted) throw options.abortSignal.reason ?? new DOMException('aborted', 'AbortError');
