@@ -178,7 +178,8 @@ function withFixedPart(call: Call, state: SessionState, c: ResolvedCalibration, 
   const planned = compactionCalibration(state.calibration, c, p.est.tokens, p.measured.chars, p.measured.mediaTokens);
   const price = priceAfterReset(planned, c);
   const tokens = Math.ceil(price(fixed.chars, fixed.mediaTokens));
-  if (tokens <= call.threshold) return p;
+  // At or over the window, nothing fits: the compaction's last resort and its overflow event.
+  if (tokens <= call.threshold || tokens >= window) return p;
   const hidden = Math.max(0, Math.round(price(0, 0)));
   const limit = Math.max(call.threshold, Math.floor(window - Math.max(0, window - tokens) / 2));
   p.fixed = { tokens, hidden, limit };
@@ -190,11 +191,16 @@ export function limitOf(call: Call, p: Prepared): number {
   return p.fixed?.limit ?? call.threshold;
 }
 
-/** The call a compaction runs with: its threshold the limit when the fixed part alone is over the threshold. */
+/**
+ * The call a compaction runs with. When the fixed part alone is over the threshold, its threshold is
+ * half way from the fixed part to the limit: a compaction that stopped just under the limit would
+ * leave no room, and the next call would compact again.
+ */
 export function compactionCall(call: Call, p: Prepared): Call {
-  const limit = limitOf(call, p);
+  if (!p.fixed) return call;
+  const threshold = Math.floor(p.fixed.tokens + Math.max(0, p.fixed.limit - p.fixed.tokens) / 2);
   // The call's own measures and caches, seen through an object that answers another threshold.
-  return limit === call.threshold ? call : (Object.create(call, { threshold: { value: limit } }) as Call);
+  return Object.create(call, { threshold: { value: Math.max(call.threshold, threshold) } }) as Call;
 }
 
 /**
