@@ -1,6 +1,7 @@
 // What one model call is measured against: its window and threshold (from the options, the host,
-// or the model registry), how its text is counted, and the measures of its messages. Problems with
-// the configuration surface here, once each, as events; the call goes on.
+// the model registry, or the fallback, never above a limit the provider named), how its text is
+// counted, and the measures of its messages. Problems with the configuration surface here, once
+// each, as events; the call goes on.
 import { DEFAULTS, MIN_CONTEXT_WINDOW, thresholdFor, type ResolvedOptions } from './config.ts';
 import type { ContextGuardEvent } from './events.ts';
 import type { GuardMessage, ToolDefinition } from './messages.ts';
@@ -149,8 +150,8 @@ export class CallResolver {
 
   /**
    * Learns the window a provider named in a rejection for this model (the smallest such limit is
-   * kept; the oldest model is forgotten past the bound). Answers the call's window before, and
-   * whether the learned limit lowers it; a `window-learned` event says so.
+   * kept; the oldest model is forgotten past the bound). Answers whether the limit lowers the call's
+   * window; when it does, a `window-learned` event says so, with the window before.
    */
   learn(sessionId: string, modelId: string | undefined, limit: number, callWindow: number | undefined): boolean {
     if (!Number.isSafeInteger(limit) || limit < MIN_CONTEXT_WINDOW) return false;

@@ -29,6 +29,8 @@ describe('soak (short)', () => {
       'conversations with a slow summarizer',
       'secrets in',
       'adversarial',
+      'unknown window',
+      'provider limit learned from its rejection',
     ]) {
       expect(generated(result.hostile, prefix), `${prefix}\n${report}`).toBe(true);
     }
