@@ -1,14 +1,15 @@
 // The model registry, so `createContextGuard({})` works and callers only pass `modelId` per call.
 // Two sources, the user's `models` option above both:
-//   1. the project's overrides (OVERRIDES below): a short table of what the catalog lacks or states
+//   1. the project's overrides (MODEL_WINDOWS below): a short table of what the catalog lacks or states
 //      in a way the guard cannot use (the catalog's number is input plus output where a provider
 //      caps the prompt lower, GPT-5's 272,000 of 400,000), each with its source;
 //   2. a maintained catalog installed as a dependency (`llm-zoo`: current models of OpenAI,
 //      Anthropic, Google, xAI, DeepSeek, Moonshot, Qwen, GLM, MiniMax..., one small CommonJS/ESM
 //      file). A newer model is known by bumping that dependency, not by editing a table here.
 // Ids arrive in whatever shape the SDK, gateway or cloud uses, so they are first normalized to the
-// provider's own spelling (normalizeModelId), then matched at name boundaries: the longest known
-// prefix of the id wins within a source, and the overrides win over the catalog. An id that matches
+// provider's own spelling (normalizeModelId), then matched at name boundaries: the longest name the
+// id starts with wins, over both sources together (the override when both have it, so that the
+// catalog's `gpt-4-turbo` is not hidden by the override `gpt-4`). An id that matches
 // nothing resolves to undefined here; the guard then uses its `fallbackContextWindow` and says so.
 //
 // Why this catalog (evaluated on Node 24, each package imported in fresh processes; the import cost of
