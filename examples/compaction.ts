@@ -109,6 +109,8 @@ function summarizer({ messages, previousSummary }: SummarizerInput): string {
 
 const guard = createContextGuard({
   contextWindow: 8_000,
+  // Half the window (the default is a quarter), so that pruning alone is enough at call 1.
+  target: 0.5,
   summarizer,
   onEvent: (e) => {
     if (e.type === 'summarizer-failed') console.log(`  summarizer failed: ${e.reason}`);
@@ -232,7 +234,7 @@ function describe(m: GuardMessage): string {
         const value = outputText(p.output);
         const kind = value.startsWith('[Output of tool')
           ? 'placeholder'
-          : value.includes(' characters omitted ...]')
+          : / characters omitted[;.]/.test(value)
             ? 'truncated'
             : p.output.type;
         return `${n(value.length).padStart(5)} chars  ${p.toolName} result (${kind})`;

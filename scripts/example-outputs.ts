@@ -1,7 +1,8 @@
-// The README's walkthroughs of `npm run demo` and `npm run example:langchain` show what those
-// commands print: this script runs the two examples offline (their scripted models, the repository
-// snapshot of examples/repo-files.ts) and compares their output with the blocks, which it finds by
-// a marker comment wherever they are (README.md or docs/*.md):
+// The README's walkthroughs of `npm run demo`, `npm run example:langchain` and `npm run
+// example:compaction` show what those commands print: this script runs the examples offline (their
+// scripted models and summarizers, the repository snapshot of examples/repo-files.ts) and compares
+// their output with the blocks, which it finds by a marker comment wherever they are (README.md or
+// docs/*.md):
 //
 //   <!-- output: npm run demo -->
 //   ```text
@@ -25,7 +26,17 @@ export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const EXAMPLES = [
   { command: 'npm run demo', file: 'examples/ai-sdk-agent.ts' },
   { command: 'npm run example:langchain', file: 'examples/langchain-agent.ts' },
+  { command: 'npm run example:compaction', file: 'examples/compaction.ts' },
 ] as const;
+
+/**
+ * The output without what truly changes from run to run: the time in an archive batch's label
+ * (`compaction-batch-<session>-<ISO time>`, the moment the compaction ran). Nothing else is
+ * normalized: the examples' models, summarizers and files (a snapshot) are scripted.
+ */
+export function normalize(output: string): string {
+  return output.replace(/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z/g, '<time>');
+}
 
 /** Runs an example offline (no provider key, the default window) and returns what it prints. */
 export function runExample(file: string, extraEnv: Record<string, string> = {}): string {
@@ -98,13 +109,15 @@ function main(): void {
     const output = runExample(file);
     // From the last block on: writing one moves the offsets of those after it in the same file.
     for (const block of blocks.reverse()) {
-      if (block.text === output) continue;
+      if (normalize(block.text) === normalize(output)) continue;
       if (write) {
         writeBlock(block, output);
         console.log(`${block.file}: the output of ${command} rewritten`);
       } else {
         differ++;
-        console.log(`${block.file}: the output of ${command} differs, ${firstDifference(block.text, output)}`);
+        console.log(
+          `${block.file}: the output of ${command} differs, ${firstDifference(normalize(block.text), normalize(output))}`,
+        );
       }
     }
   }
