@@ -27,8 +27,13 @@ export function compactTool(
   return tool({
     description: COMPACT_TOOL_DESCRIPTION,
     inputSchema: z.object({ focus: z.string().optional().describe(COMPACT_FOCUS_DESCRIPTION) }),
-    // The session is the one the middleware saw this tool call in.
+    // The session is the one the middleware saw this tool call made in, in this very conversation.
     execute: ({ focus }, { toolCallId, messages }) =>
-      requestCompaction(guard, sessionOfToolCall(guard, toolCallId) ?? deriveSessionId(messages), focus, minFraction),
+      requestCompaction(
+        guard,
+        sessionOfToolCall(guard, toolCallId, messages)?.sessionId ?? deriveSessionId(messages),
+        focus,
+        minFraction,
+      ),
   });
 }

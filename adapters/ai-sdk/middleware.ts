@@ -28,7 +28,7 @@ import {
   toGuardTools,
   type GuardPrompt,
 } from './convert.ts';
-import { recordToolCalls } from './sessions.ts';
+import { conversationKey, recordToolCalls } from './sessions.ts';
 import { guardedStream, type StreamPart } from './stream.ts';
 import { modelSummarizer } from './summarizer.ts';
 
@@ -73,6 +73,8 @@ const V3: Dialect = {
 /** What transformParams learned about a call, for wrapGenerate / wrapStream. */
 interface CallInfo {
   sessionId: string;
+  /** Whether the session id was derived from the conversation's start (no `sessionId` given). */
+  derived: boolean;
   /** The parameters as the SDK passed them, for a compacted retry. */
   original: AnyParams;
 }
@@ -169,7 +171,8 @@ async function transformParams(
   try {
     const split = strip(params);
     stripped = split.stripped;
-    sessionId = hostSessionId(split.requested) ?? deriveSessionId(params.prompt as readonly unknown[]);
+    const requested = hostSessionId(split.requested);
+    sessionId = requested ?? deriveSessionId(params.prompt as readonly unknown[]);
     if (!Array.isArray(params.prompt)) {
       const error = new TypeError("context-guard: the call's prompt is not an array; it was sent unguarded");
       reportAdapterError(adapter.guard, { sessionId, stage: 'beforeModel', error });
@@ -177,7 +180,7 @@ async function transformParams(
     }
     adapter.models?.set(sessionId, model);
     const guarded = await guardParams(adapter, stripped, model, sessionId);
-    adapter.calls.set(guarded, { sessionId, original: stripped });
+    adapter.calls.set(guarded, { sessionId, derived: requested === undefined, original: stripped });
     return guarded;
   } catch (error) {
     reportAdapterError(adapter.guard, { sessionId, stage: 'beforeModel', error });
@@ -221,6 +224,13 @@ function recover(
   );
 }
 
+/** Notes the session of the response's tool calls, for the compact and recall tools (sessions.ts). */
+function noteToolCalls(adapter: Adapter, info: CallInfo, content: unknown): void {
+  const session = { sessionId: info.sessionId, derived: info.derived };
+  // The key of the conversation as the host sent it (the tools see the host's messages, not the guard's).
+  recordToolCalls(adapter.guard, session, () => conversationKey(info.original.prompt as readonly unknown[]), content);
+}
+
 interface WrapArgs {
   params: AnyParams;
   model: AnyModel;
@@ -243,7 +253,7 @@ async function wrapGenerate(
   }
   if (info && isObject(result)) {
     await record(adapter, info.sessionId, (result as { usage?: unknown }).usage);
-    recordToolCalls(adapter.guard, info.sessionId, (result as { content?: unknown }).content);
+    noteToolCalls(adapter, info, (result as { content?: unknown }).content);
   }
   return result;
 }
@@ -273,7 +283,7 @@ async function wrapStream(
   if (!info) return result;
   const stream = guardedStream(result.stream, {
     observe: (part) => {
-      if (part?.type === 'tool-call') recordToolCalls(adapter.guard, info.sessionId, [part]);
+      if (part?.type === 'tool-call') noteToolCalls(adapter, info, [part]);
       if (part?.type === 'finish') void record(adapter, info.sessionId, part['usage']);
     },
     retry: async (error, abandoned) => (await retry(error, abandoned))?.stream,

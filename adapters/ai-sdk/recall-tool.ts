@@ -2,7 +2,7 @@
 // markers and summaries name what they replaced (`recall id "call_1"`, an archive batch label); the
 // model passes that id, or words of what it needs, and gets the archived original as the tool result.
 import { tool, type Tool } from 'ai';
-import type { ContextGuard } from '../../src/index.ts';
+import type { ContextGuard, GuardMessage } from '../../src/index.ts';
 import { guardOf } from '../shared/compact-reply.ts';
 import { RECALL_TOOL_DESCRIPTION, recallInputSchema, recallReply } from '../shared/recall-reply.ts';
 import { deriveSessionId } from '../shared/session-id.ts';
@@ -36,8 +36,22 @@ export function recallTool(
   return tool({
     description: RECALL_TOOL_DESCRIPTION,
     inputSchema: recallInputSchema,
-    // The session is the one the middleware saw this tool call in (the compact tool's rule).
-    execute: (input, { toolCallId, messages }) =>
-      recallReply(guard, sessionOfToolCall(guard, toolCallId) ?? deriveSessionId(messages), input, options.maxChars),
+    // The session is the one the middleware saw this tool call made in, in this very conversation
+    // (never by the call id alone: models reuse ids). Unknown to the middleware, the session is
+    // derived from the messages. A derived session may be shared by conversations that start alike:
+    // recall then returns only what this conversation's own messages hold.
+    execute: (input, { toolCallId, messages }) => {
+      const session = sessionOfToolCall(guard, toolCallId, messages) ?? {
+        sessionId: deriveSessionId(messages),
+        derived: true,
+      };
+      return recallReply(
+        guard,
+        session.sessionId,
+        input,
+        options.maxChars,
+        session.derived ? (messages as readonly GuardMessage[]) : undefined,
+      );
+    },
   });
 }

@@ -3,7 +3,7 @@
 // says what to do next: a model that gets "[]" back tends to call the tool again with the same input.
 import { z } from 'zod';
 import { formatCount, oneLine } from '../../src/compaction/text.ts';
-import type { ContextGuard, RecalledItem } from '../../src/index.ts';
+import type { ContextGuard, GuardMessage, RecalledItem } from '../../src/index.ts';
 
 /** The recall tool's description, shared by the adapters. */
 export const RECALL_TOOL_DESCRIPTION =
@@ -50,12 +50,17 @@ export interface RecallInput {
 /** An input the model wrote, shown back to it on one short line. */
 const quoted = (text: string): string => JSON.stringify(oneLine(text, 200));
 
-/** Looks the session's archive up and returns the tool's answer. */
+/**
+ * Looks the session's archive up and returns the tool's answer. `conversation`: the asking
+ * conversation's messages, for a session that conversations may share (a derived id): only items
+ * archived from them are returned.
+ */
 export async function recallReply(
   guard: ContextGuard,
   sessionId: string,
   input: RecallInput,
   maxChars: number | undefined,
+  conversation?: readonly GuardMessage[],
 ): Promise<string> {
   const query = input.query?.trim() ?? '';
   const id = input.id?.trim() ?? '';
@@ -77,6 +82,7 @@ export async function recallReply(
     ...(input.limit !== undefined ? { limit: input.limit } : {}),
     ...(input.offset !== undefined ? { offset: input.offset } : {}),
     ...(maxChars !== undefined ? { maxChars } : {}),
+    ...(conversation !== undefined ? { conversation } : {}),
   });
   const what = [id ? `id ${quoted(id)}` : '', query ? `query ${quoted(query)}` : ''].filter(Boolean).join(' and ');
   if (items.length === 0) {

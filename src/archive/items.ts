@@ -85,8 +85,15 @@ export function archiveItems(
   edits: Readonly<Record<string, number>> = {},
 ): ArchivedItem[] {
   const items: ArchivedItem[] = [];
+  // The origin is keyed on the text before redaction: what the host's copy of the message renders to.
   const add = (item: Omit<ArchivedItem, 'label' | 'id'> & { id?: string }) =>
-    items.push({ ...item, id: item.id ?? `${label}#${items.length + 1}`, label, text: redact(item.text) });
+    items.push({
+      ...item,
+      id: item.id ?? `${label}#${items.length + 1}`,
+      label,
+      text: redact(item.text),
+      origin: originKey(item.text),
+    });
   for (const { position, kind, toolCallId } of replacements) {
     const m = input[position];
     if (!m || m.role === 'system') continue;
@@ -104,6 +111,41 @@ export function archiveItems(
     add({ role: m.role, text: messageText(m), position, replaced: kind });
   }
   return items;
+}
+
+/**
+ * A 64-bit key of an original's rendering (FNV-1a under two seeds): recall's `conversation` check
+ * compares it with the keys of the asking conversation's messages. Not a secret and not a proof
+ * against someone who already holds the text: whoever holds the text may have it back.
+ */
+export function originKey(text: string): string {
+  let a = 0x811c9dc5;
+  let b = 0x9747b28c;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193) >>> 0;
+    b = Math.imul(b ^ c, 0x01000193) >>> 0;
+  }
+  return `${a.toString(16).padStart(8, '0')}${b.toString(16).padStart(8, '0')}`;
+}
+
+/**
+ * The origin keys of every item a conversation's messages could have been archived as: each user
+ * or assistant message, each tool result (linear in the conversation's text).
+ */
+export function originKeysOf(conversation: readonly GuardMessage[]): Set<string> {
+  const keys = new Set<string>();
+  if (!Array.isArray(conversation)) return keys;
+  conversation.forEach((m, position) => {
+    if (!m || typeof m !== 'object' || m.role === 'system') return;
+    try {
+      for (const part of toolResults(m)) keys.add(originKey(toolResultItem(part, position, 'placeholder').text));
+      if (m.role === 'user' || m.role === 'assistant') keys.add(originKey(messageText(m)));
+    } catch {
+      // A message that cannot be rendered matches nothing.
+    }
+  });
+  return keys;
 }
 
 /** The characters a truncation kept, for a truncated tool output. */

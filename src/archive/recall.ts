@@ -5,6 +5,7 @@
 // thing that overflows it. A long item is cut around what the query matched, not blindly.
 import MiniSearch from 'minisearch';
 import { clipMiddle, formatCount, safeHead, safeTail } from '../compaction/text.ts';
+import { originKeysOf } from './items.ts';
 import type { ArchivedItem, RecalledItem, RecallOptions, SessionArchive } from './types.ts';
 
 export const DEFAULT_RECALL_LIMIT = 5;
@@ -52,11 +53,16 @@ export class RecallIndex {
     const id = typeof options.id === 'string' ? options.id.trim() : '';
     if (!query && !id) return [];
     const index = this.indexOf(sessionId, archive);
+    // Only what the asking conversation itself holds, when it says which it is (a derived session).
+    const owned = options.conversation !== undefined ? originKeysOf(options.conversation) : undefined;
+    const mine = (located: Located) =>
+      owned === undefined || (located.item.origin !== undefined && owned.has(located.item.origin));
     let found: Array<{ located: Located; score?: number; terms?: string[] }>;
     if (id) {
       // A batch in its own order; a reused tool-call id newest first (most likely the latest call).
       const byId = index.items
         .filter(({ item }) => item.id === id || item.toolCallId === id || item.label === id)
+        .filter(mine)
         .sort((a, b) => (a.item.label === id ? a.order - b.order : b.order - a.order));
       if (!query) found = byId.map((located) => ({ located }));
       else {
@@ -75,7 +81,8 @@ export class RecallIndex {
     } else {
       found = searchOf(index)
         .search(query)
-        .map((r) => ({ located: index.items[r.id as number] as Located, score: r.score, terms: r.terms }));
+        .map((r) => ({ located: index.items[r.id as number] as Located, score: r.score, terms: r.terms }))
+        .filter(({ located }) => mine(located));
     }
     const unique = withoutRepeats(found);
     const offset =

@@ -1,6 +1,7 @@
 // The public shapes of lossless compaction: what the archive keeps of every message a compaction
 // took out of the prompt, what `guard.recall` returns, and the receipt of each compaction.
 import type { CompactionReason, CompactionStep } from '../compaction/types.ts';
+import type { GuardMessage } from '../messages.ts';
 
 /** Who wrote an archived item: the conversation's roles, or the guard (a clip-archive batch summary). */
 export type ArchivedRole = 'user' | 'assistant' | 'tool' | 'summary';
@@ -31,6 +32,11 @@ export interface ArchivedItem {
    * id starts there, with the part the prompt lacks.
    */
   cutAt?: number;
+  /**
+   * A key of the original's content as the host wrote it (before redaction): what recall's
+   * `conversation` option compares, to return only what the asking conversation itself holds.
+   */
+  origin?: string;
 }
 
 /** What `guard.recall` returns: the item, its batch's header, and whether its text was shortened to fit. */
@@ -60,6 +66,14 @@ export interface RecallOptions {
    * Without it, a truncated tool output recalled by id starts where the prompt's copy of it is cut.
    */
   offset?: number;
+  /**
+   * The asking conversation's messages, as the host holds them (the originals, before any
+   * compaction): only items archived from one of these very messages are returned. A session id
+   * derived from a conversation's start is the same for every conversation that starts alike (two
+   * customers who both open with "hi"); with this option one of them never reads what compaction
+   * archived from the other. The adapters' recall tools pass it for derived sessions.
+   */
+  conversation?: readonly GuardMessage[];
 }
 
 /** One archived batch: what one compaction (or one clip-archive re-summarization) took out of the prompt. */
