@@ -162,9 +162,14 @@ export const optionsSchema = z.strictObject({
             .int('expected a whole number of characters')
             .min(200, 'expected at least 200 characters')
             .optional(),
+          indexChars: z
+            .number()
+            .int('expected a whole number of characters')
+            .positive('expected at least 1')
+            .optional(),
         }),
       ],
-      { error: 'expected false or an object { maxChars?, maxTotalChars?, recallMaxChars? }' },
+      { error: 'expected false or an object { maxChars?, maxTotalChars?, recallMaxChars?, indexChars? }' },
     )
     .optional(),
   keepUserMessagesTokens: z
@@ -363,8 +368,10 @@ export interface ArchiveOptions {
   maxChars?: number;
   /**
    * Without a `store` (archives in this process's memory): characters of all sessions' archives
-   * together; the least recently used session's archive is dropped beyond it (an `archive-evicted`
-   * event). Default 100,000,000. A store such as Redis bounds archives by its TTL instead.
+   * (receipts included) together; the least recently used session's archive is dropped beyond it
+   * (an `archive-evicted` event). Default 100,000,000. A store such as Redis bounds archives by its
+   * TTL instead. With a store, the bound of the archive writes it failed that wait in this process
+   * for the sessions' next calls, all sessions together (the oldest dropped first, with an event).
    */
   maxTotalChars?: number;
   /**
@@ -373,6 +380,13 @@ export interface ArchiveOptions {
    * of it in tokens).
    */
   recallMaxChars?: number;
+  /**
+   * Characters of archived text this process keeps indexed for recall, all sessions together: the
+   * least recently recalled session's index is dropped beyond it and rebuilt when that session
+   * recalls again. Default 10,000,000 (an index costs about 18 bytes of heap a character: about
+   * 180 MB).
+   */
+  indexChars?: number;
 }
 
 export interface ClipArchiveOptions {
@@ -459,7 +473,7 @@ export interface ResolvedOptions {
   fileOps: false | FileOpsConfig;
   beforeCompact: BeforeCompactHook | undefined;
   afterCompact: AfterCompactHook | undefined;
-  archive: { enabled: boolean; maxChars: number; maxTotalChars: number; recallMaxChars: number };
+  archive: { enabled: boolean; maxChars: number; maxTotalChars: number; recallMaxChars: number; indexChars: number };
   keepUserMessagesTokens: number | undefined;
   clipArchive: { first: number; last: number; buffer: number } | undefined;
   cost: { minCallsBetween: number; cacheRead: number; cacheWrite: number };
@@ -493,6 +507,7 @@ export const DEFAULTS = {
   archiveMaxChars: 2_000_000,
   archiveMaxTotalChars: 100_000_000,
   recallMaxChars: 16_000,
+  archiveIndexChars: 10_000_000,
   /** Recall answers are at most this share of the window (in characters, ~4 per token): about a tenth of it. */
   recallWindowChars: 0.4,
   keepUserMessagesFraction: 0.1,
@@ -681,6 +696,7 @@ export function resolveOptions(input: unknown): ResolvedOptions {
       maxChars: (o.archive || undefined)?.maxChars ?? DEFAULTS.archiveMaxChars,
       maxTotalChars: (o.archive || undefined)?.maxTotalChars ?? DEFAULTS.archiveMaxTotalChars,
       recallMaxChars: (o.archive || undefined)?.recallMaxChars ?? DEFAULTS.recallMaxChars,
+      indexChars: (o.archive || undefined)?.indexChars ?? DEFAULTS.archiveIndexChars,
     },
     keepUserMessagesTokens: o.keepUserMessagesTokens,
     clipArchive: o.clipArchive && { ...o.clipArchive, buffer: o.clipArchive.buffer ?? DEFAULTS.clipArchiveBuffer },

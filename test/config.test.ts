@@ -65,6 +65,7 @@ describe('configuration errors', () => {
     [{ archive: { maxChars: 0 } }, 'archive.maxChars'],
     [{ archive: { maxChars: 1.5 } }, 'archive.maxChars'],
     [{ archive: { recallMaxChars: 10 } }, 'archive.recallMaxChars'],
+    [{ archive: { indexChars: 0 } }, 'archive.indexChars'],
     [{ archive: { max: 1 } }, 'archive.max'],
     [{ keepUserMessagesTokens: -1 }, 'keepUserMessagesTokens'],
     [{ keepUserMessagesTokens: Number.NaN }, 'keepUserMessagesTokens'],
@@ -142,6 +143,7 @@ describe('lossless compaction defaults', () => {
       maxChars: 2_000_000,
       maxTotalChars: 100_000_000,
       recallMaxChars: 16_000,
+      indexChars: 10_000_000,
     });
     expect(resolveOptions({ archive: false }).archive.enabled).toBe(false);
     expect(resolveOptions({ clipArchive: { first: 1, last: 3 } }).clipArchive).toEqual({

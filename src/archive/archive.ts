@@ -50,6 +50,8 @@ export interface ArchiveSettings {
   maxChars: number;
   maxTotalChars: number;
   recallMaxChars: number;
+  /** Characters of archived text indexed for recall in this process, all sessions together. */
+  indexChars: number;
 }
 
 /** What one compaction hands to the archive. */
@@ -95,7 +97,7 @@ export class Archive {
       emit,
       fence,
     });
-    this.index = new RecallIndex(maxSessions);
+    this.index = new RecallIndex(maxSessions, undefined, settings.indexChars);
   }
 
   /** `compaction-batch-{sessionId}-{ISO}` for a batch ending at `at` (a millisecond later if that one was taken). */

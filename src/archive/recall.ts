@@ -3,6 +3,7 @@
 // index (MiniSearch: BM25, near spellings of plain words matched) built once per version of the session's
 // archive. Answers are bounded: a recall result goes back into the prompt, so it must not be the
 // thing that overflows it. A long item is cut around what the query matched, not blindly.
+import { LRUCache } from 'lru-cache';
 import MiniSearch from 'minisearch';
 import { clipMiddle, formatCount, safeHead, safeTail } from '../compaction/text.ts';
 import { originKeysOf } from './items.ts';
@@ -22,7 +23,13 @@ type Search = MiniSearch<{ id: number; text: string; toolName: string; label: st
 
 interface SearchIndex {
   version: string;
-  items: Located[];
+  /** The batches indexed, oldest first, with the ids of their items. */
+  batches: Array<{ label: string; ids: number[] }>;
+  /** Items by id; ids grow with the order of archiving (a Map keeps that order). */
+  items: Map<number, Located>;
+  nextId: number;
+  /** Characters of the items' text: what the bound on all indexes counts. */
+  chars: number;
   /** Built on the first query: a lookup by id needs none. */
   search?: Search;
 }
@@ -31,13 +38,37 @@ interface SearchIndex {
 const versionOf = (archive: SessionArchive): string =>
   `${archive.evicted}|${archive.batches.length}|${archive.batches.map((b) => b.label).join('\n')}`;
 
-/** One full-text index per session, rebuilt only when the session's archive changed. */
-export class RecallIndex {
-  private readonly indexes = new Map<string, SearchIndex>();
-  private readonly max: number;
+/** Default of `archive.indexChars`: about 180 MB of heap (an index costs about 18 bytes a character). */
+export const DEFAULT_INDEX_CHARS = 10_000_000;
 
-  constructor(maxSessions: number) {
-    this.max = Math.max(1, Math.min(maxSessions, 1_000));
+/**
+ * One full-text index per session, kept up to date as its archive changes: a compaction's new
+ * batch is added to it, evicted batches are discarded, so a query after a compaction indexes what
+ * that compaction archived, not the whole archive again. The indexes of all sessions together hold
+ * at most `maxChars` characters of text (and at most `maxSessions` sessions): the least recently
+ * recalled session's index is dropped beyond it, and rebuilt if that session recalls again.
+ */
+export class RecallIndex {
+  private readonly indexes: LRUCache<string, SearchIndex>;
+  private readonly fuzzyBudgetMs: number;
+
+  constructor(maxSessions: number, fuzzyBudgetMs = FUZZY_BUDGET_MS, maxChars = DEFAULT_INDEX_CHARS) {
+    this.indexes = new LRUCache<string, SearchIndex>({
+      max: Math.max(1, Math.min(maxSessions, 10_000)),
+      maxSize: Math.max(1, maxChars),
+      sizeCalculation: (index) => Math.max(1, index.chars),
+    });
+    this.fuzzyBudgetMs = fuzzyBudgetMs;
+  }
+
+  /** Characters of text indexed, all sessions together (for tests and benchmarks). */
+  get chars(): number {
+    return this.indexes.calculatedSize;
+  }
+
+  /** Sessions with an index (for tests and benchmarks). */
+  get sessions(): number {
+    return this.indexes.size;
   }
 
   forget(sessionId: string): void {
@@ -60,17 +91,13 @@ export class RecallIndex {
     let found: Array<{ located: Located; score?: number; terms?: string[] }>;
     if (id) {
       // A batch in its own order; a reused tool-call id newest first (most likely the latest call).
-      const byId = index.items
+      const byId = [...index.items.values()]
         .filter(({ item }) => item.id === id || item.toolCallId === id || item.label === id)
         .filter(mine)
         .sort((a, b) => (a.item.label === id ? a.order - b.order : b.order - a.order));
       if (!query) found = byId.map((located) => ({ located }));
       else {
-        const scores = new Map(
-          searchOf(index)
-            .search(query)
-            .map((r) => [r.id as number, r]),
-        );
+        const scores = new Map(searchWithin(index, query, this.fuzzyBudgetMs).map((r) => [r.id, r]));
         found = byId
           .map((located) => {
             const r = scores.get(located.order);
@@ -79,10 +106,9 @@ export class RecallIndex {
           .sort((a, b) => b.score - a.score);
       }
     } else {
-      found = searchOf(index)
-        .search(query)
-        .map((r) => ({ located: index.items[r.id as number] as Located, score: r.score, terms: r.terms }))
-        .filter(({ located }) => mine(located));
+      found = searchWithin(index, query, this.fuzzyBudgetMs)
+        .map((r) => ({ located: index.items.get(r.id) as Located, score: r.score, terms: r.terms }))
+        .filter(({ located }) => located !== undefined && mine(located));
     }
     const unique = withoutRepeats(found);
     const offset =
@@ -96,16 +122,66 @@ export class RecallIndex {
     const version = versionOf(archive);
     const cached = this.indexes.get(sessionId);
     if (cached?.version === version) return cached;
-    const items: Located[] = [];
-    for (const batch of archive.batches)
-      for (const item of batch.items) items.push({ item, header: batch.header, order: items.length });
-    const index: SearchIndex = { version, items };
-    this.indexes.delete(sessionId);
+    const index = (cached && advanced(cached, archive, version)) ?? built(archive, version);
+    // Set again: its size changed. An index larger than the whole bound is not kept (built per query).
     this.indexes.set(sessionId, index);
-    if (this.indexes.size > this.max) this.indexes.delete(this.indexes.keys().next().value as string);
     return index;
   }
 }
+
+/** Adds `batch`'s items to `index` (and to its search, when built). */
+function addBatch(index: SearchIndex, batch: SessionArchive['batches'][number]): void {
+  const ids: number[] = [];
+  const added: Located[] = [];
+  for (const item of batch.items) {
+    const located = { item, header: batch.header, order: index.nextId++ };
+    index.items.set(located.order, located);
+    index.chars += typeof item.text === 'string' ? item.text.length : 0;
+    ids.push(located.order);
+    added.push(located);
+  }
+  index.batches.push({ label: batch.label, ids });
+  index.search?.addAll(added.map(documentOf));
+}
+
+function built(archive: SessionArchive, version: string): SearchIndex {
+  const index: SearchIndex = { version, batches: [], items: new Map(), nextId: 0, chars: 0 };
+  for (const batch of archive.batches) addBatch(index, batch);
+  return index;
+}
+
+/**
+ * `index` brought to `archive` when the archive is the indexed one with its oldest batches evicted
+ * and new ones appended (how archives change); undefined otherwise (then it is built anew).
+ */
+function advanced(index: SearchIndex, archive: SessionArchive, version: string): SearchIndex | undefined {
+  const labels = archive.batches.map((b) => b.label);
+  const first = labels.length > 0 ? index.batches.findIndex((b) => b.label === labels[0]) : index.batches.length;
+  if (first < 0) return undefined;
+  const kept = index.batches.slice(first);
+  if (kept.length > labels.length || kept.some((b, i) => b.label !== labels[i])) return undefined;
+  for (const gone of index.batches.slice(0, first)) {
+    for (const id of gone.ids) {
+      const located = index.items.get(id);
+      if (!located) continue;
+      index.items.delete(id);
+      index.chars -= typeof located.item.text === 'string' ? located.item.text.length : 0;
+      index.search?.discard(id);
+    }
+  }
+  index.batches = kept;
+  for (const batch of archive.batches.slice(kept.length)) addBatch(index, batch);
+  index.version = version;
+  return index;
+}
+
+const documentOf = ({ item, order }: Located) => ({
+  id: order,
+  text: item.text,
+  toolName: item.toolName ?? '',
+  label: item.label,
+  role: item.role,
+});
 
 /** A term that names something exactly: it holds a digit or a separator. */
 const IDENTIFIER = /[\d_./\\-]/;
@@ -118,21 +194,67 @@ function searchOf(index: SearchIndex): Search {
     // item that holds the exact word under look-alikes (measured in bench/survival). Near spellings
     // still match for plain words, never for identifiers (digits, `_`, `-`, `.`, `/`): `ORD-448213`
     // must not find `ORD-448218`, nor `invoice_9f3a` a look-alike repeated in every grep output.
-    searchOptions: { fuzzy: (term: string) => (IDENTIFIER.test(term) ? false : 0.2), boost: { toolName: 2 } },
+    searchOptions: { fuzzy: fuzzyOf, maxFuzzy: MAX_FUZZY_EDITS, boost: { toolName: 2 } },
     tokenize,
   });
-  search.addAll(
-    index.items.map(({ item }, i) => ({
-      id: i,
-      text: item.text,
-      toolName: item.toolName ?? '',
-      label: item.label,
-      role: item.role,
-    })),
-  );
+  search.addAll([...index.items.values()].map(documentOf));
   index.search = search;
   return search;
 }
+
+/** Near spellings: a fifth of a plain word's letters, at most two edits; never for identifiers. */
+const MAX_FUZZY_EDITS = 2;
+const fuzzyOf = (term: string): number | false => (IDENTIFIER.test(term) ? false : 0.2);
+
+/**
+ * Milliseconds of one query spent on near spellings. Exact terms cost microseconds each; a fuzzy
+ * one walks the index's term tree within its edit distance, milliseconds on a large archive (32
+ * long words once took 4 s). The query's terms are searched one by one, in order, each fuzzily
+ * while this budget lasts and exactly once it is spent: the words the model wrote first get near
+ * spellings, and no query holds the event loop for long.
+ */
+export const FUZZY_BUDGET_MS = 15;
+
+interface Hit {
+  id: number;
+  score: number;
+  terms: string[];
+}
+
+/**
+ * The query's matches, as MiniSearch's own OR query would rank them (each document's scores of
+ * the query terms it matched added, times the number of those terms), with fuzzy matching bounded
+ * by {@link FUZZY_BUDGET_MS}.
+ */
+function searchWithin(index: SearchIndex, query: string, budgetMs: number): Hit[] {
+  const search = searchOf(index);
+  // As MiniSearch splits the query: a word and its parts (a part repeated counts again, as there).
+  const terms = tokenize(query).map((t) => t.toLowerCase());
+  const byId = new Map<number, { score: number; queryTerms: Set<string>; terms: Set<string> }>();
+  const start = performance.now();
+  const seen = new Map<string, ReturnType<Search['search']>>();
+  for (const term of terms) {
+    let results = seen.get(term);
+    if (!results) {
+      const fuzzy = performance.now() - start < budgetMs ? fuzzyOf(term) : false;
+      results = search.search(term, { fuzzy, tokenize: single });
+      seen.set(term, results);
+    }
+    for (const r of results) {
+      const id = r.id as number;
+      let hit = byId.get(id);
+      if (!hit) byId.set(id, (hit = { score: 0, queryTerms: new Set(), terms: new Set() }));
+      hit.score += r.score;
+      hit.queryTerms.add(term);
+      for (const t of r.terms) hit.terms.add(t);
+    }
+  }
+  return [...byId]
+    .map(([id, h]) => ({ id, score: h.score * h.queryTerms.size, terms: [...h.terms] }))
+    .sort((a, b) => b.score - a.score);
+}
+
+const single = (term: string): string[] => [term];
 
 /** Most characters and distinct terms of a query that are searched. */
 const MAX_QUERY_CHARS = 1_000;

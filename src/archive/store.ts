@@ -18,6 +18,43 @@ import type { ArchiveBatch, CompactionReceipt, SessionArchive } from './types.ts
 /** Receipts kept per session (the newest): enough for any review, bounded for a session that runs for months. */
 export const MAX_RECEIPTS = 200;
 
+/**
+ * Characters of receipts kept per session, summaries included: the newest receipts keep their
+ * summaries whole; older ones beyond this keep what the compaction did without its summary (the
+ * current summary is in the session's state anyway), and the oldest are dropped when even that is
+ * over. 200 receipts carrying 10,000-character summaries would otherwise hold 2 MB per session,
+ * with the archive off too.
+ */
+export const MAX_RECEIPT_CHARS = 100_000;
+
+/** What a receipt weighs against {@link MAX_RECEIPT_CHARS}: its summary and about 40 characters per replaced message. */
+export const receiptChars = (r: CompactionReceipt): number =>
+  100 +
+  (typeof r.summary === 'string' ? r.summary.length : 0) +
+  (Array.isArray(r.replaced) ? r.replaced.length * 40 : 0);
+
+/** `receipts` (oldest first) within {@link MAX_RECEIPTS} and {@link MAX_RECEIPT_CHARS}. */
+export function boundedReceipts(receipts: CompactionReceipt[]): CompactionReceipt[] {
+  const kept = receipts.length > MAX_RECEIPTS ? receipts.slice(receipts.length - MAX_RECEIPTS) : receipts.slice();
+  let total = 0;
+  for (let i = kept.length - 1; i >= 0; i--) {
+    const r = kept[i] as CompactionReceipt;
+    total += receiptChars(r);
+    if (total <= MAX_RECEIPT_CHARS) continue;
+    if (r.summary !== undefined) {
+      const { summary, ...rest } = r;
+      total -= summary.length;
+      kept[i] = rest;
+    }
+    if (total > MAX_RECEIPT_CHARS) return kept.slice(i + 1);
+  }
+  return kept;
+}
+
+/** Characters an archive holds in memory: its batches' text and its receipts. */
+export const archiveChars = (archive: SessionArchive): number =>
+  archive.batches.reduce((n, b) => n + b.chars, 0) + archive.receipts.reduce((n, r) => n + receiptChars(r), 0);
+
 /** The key of a session's archive: a kind of record of its own (state/keys.ts), which no session id can stand for. */
 export const archiveKey = (sessionId: string): string => recordKey('archive', sessionId);
 
@@ -62,7 +99,7 @@ export class MemoryArchives implements StateStore<unknown> {
   async set(key: string, value: unknown): Promise<void> {
     if (!isArchive(value)) return;
     await this.delete(key);
-    const chars = value.batches.reduce((n, b) => n + b.chars, 0);
+    const chars = archiveChars(value);
     this.entries.set(key, { value, chars });
     this.total += chars;
     // The oldest sessions go first; the one just written stays even when it alone is over.
@@ -106,11 +143,22 @@ interface Write {
   receipt: CompactionReceipt | undefined;
 }
 
+const writesChars = (writes: Write[]): number =>
+  writes.reduce(
+    (n, w) => n + w.batches.reduce((m, b) => m + b.chars, 0) + (w.receipt ? receiptChars(w.receipt) : 0),
+    0,
+  );
+
 export class ArchiveStore {
   private readonly store: StateStore<unknown>;
   private readonly options: ArchiveStoreOptions;
-  /** Writes the store failed, per session, in order: written on the session's next call. */
+  /**
+   * Writes the store failed, per session, in order: written on the session's next call. All
+   * sessions together hold at most `maxTotalChars` characters and `maxSessions` sessions (the
+   * sessions that failed longest ago are dropped first, with an `archive-evicted` event).
+   */
   private readonly pending = new Map<string, Write[]>();
+  private pendingChars = 0;
 
   constructor(options: ArchiveStoreOptions) {
     this.options = options;
@@ -152,8 +200,13 @@ export class ArchiveStore {
     if (waiting) await this.commit(sessionId, waiting, true);
   }
 
+  /** Characters of the writes waiting in this process, all sessions together. */
+  get waitingChars(): number {
+    return this.pendingChars;
+  }
+
   async delete(sessionId: string): Promise<void> {
-    this.pending.delete(sessionId);
+    this.forgetPending(sessionId);
     await this.options.call(sessionId, 'delete', () => this.store.delete(archiveKey(sessionId)));
   }
 
@@ -178,23 +231,47 @@ export class ArchiveStore {
       // A newer compaction of the session stands: this one's batches and receipt are not kept (its
       // state is not written either), but what waited from before is, with the session's next call.
       const before = waiting.slice(0, -1);
-      if (before.length > 0) this.pending.set(sessionId, before);
-      else this.pending.delete(sessionId);
+      if (before.length > 0) this.keepPending(sessionId, before);
+      else this.forgetPending(sessionId);
       this.options.emit({ type: 'compaction-fenced', sessionId, record: 'archive', token: fence as number });
       return;
     }
     if (!done.ok) {
-      this.pending.set(sessionId, this.boundedWaiting(sessionId, waiting));
+      this.keepPending(sessionId, this.boundedWaiting(sessionId, waiting));
       const labels = waiting.at(-1)?.batches.map((b) => b.label) ?? [];
       if (!deferred && labels.length > 0) this.options.emit({ type: 'archive-deferred', sessionId, labels });
       return;
     }
-    this.pending.delete(sessionId);
+    this.forgetPending(sessionId);
     if (evicted.length > 0)
       this.options.emit({ type: 'archive-evicted', sessionId, labels: evicted, chars: evictedChars });
     if (deferred) {
       const labels = waiting.flatMap((w) => w.batches.map((b) => b.label));
       if (labels.length > 0) this.options.emit({ type: 'archive-written', sessionId, labels, deferred: true });
+    }
+  }
+
+  private forgetPending(sessionId: string): void {
+    const waiting = this.pending.get(sessionId);
+    if (!waiting) return;
+    this.pending.delete(sessionId);
+    this.pendingChars -= writesChars(waiting);
+  }
+
+  /** Keeps a session's waiting writes as the newest, within the bound on all sessions' together. */
+  private keepPending(sessionId: string, waiting: Write[]): void {
+    this.forgetPending(sessionId);
+    this.pending.set(sessionId, waiting);
+    this.pendingChars += writesChars(waiting);
+    while (
+      this.pending.size > 1 &&
+      (this.pendingChars > this.options.maxTotalChars || this.pending.size > this.options.maxSessions)
+    ) {
+      const [oldest, writes] = this.pending.entries().next().value as [string, Write[]];
+      this.forgetPending(oldest);
+      const labels = writes.flatMap((w) => w.batches.map((b) => b.label));
+      const chars = writes.reduce((n, w) => n + w.batches.reduce((m, b) => m + b.chars, 0), 0);
+      if (labels.length > 0) this.options.emit({ type: 'archive-evicted', sessionId: oldest, labels, chars });
     }
   }
 
@@ -209,7 +286,7 @@ export class ArchiveStore {
       const r = w.receipt;
       if (r && !receiptTimes.has(`${r.at}|${r.archive.join(',')}`)) receipts.push(r);
     }
-    if (receipts.length > MAX_RECEIPTS) receipts = receipts.slice(receipts.length - MAX_RECEIPTS);
+    receipts = boundedReceipts(receipts);
     const evicted: string[] = [];
     let evictedChars = 0;
     let total = batches.reduce((n, b) => n + b.chars, 0);
@@ -243,6 +320,15 @@ export class ArchiveStore {
     }
     if (dropped.length > 0)
       this.options.emit({ type: 'archive-evicted', sessionId, labels: dropped, chars: droppedChars });
-    return out;
+    // Their receipts within the receipts' bound (a long outage: one receipt per compaction).
+    const receipts = out.flatMap((w, i) => (w.receipt ? [{ i, receipt: w.receipt }] : []));
+    const kept = boundedReceipts(receipts.map((r) => r.receipt));
+    const from = receipts.length - kept.length;
+    receipts.forEach(({ i }, k) => {
+      const w = out[i] as Write;
+      out[i] = { ...w, receipt: k >= from ? kept[k - from] : undefined };
+    });
+    // A write left with neither batches nor a receipt waits for nothing.
+    return out.filter((w, i) => w.batches.length > 0 || w.receipt !== undefined || i === out.length - 1);
   }
 }
