@@ -115,7 +115,14 @@ export class RecallIndex {
       typeof options.offset === 'number' && Number.isFinite(options.offset)
         ? Math.max(0, Math.floor(options.offset))
         : undefined;
-    return bounded(unique.slice(0, limit), maxChars, (term) => documentFrequency(index, term), offset);
+    // Each matched term's frequency once per query (every long item weighs the same terms).
+    const frequencies = new Map<string, number>();
+    const frequency = (term: string) => {
+      let n = frequencies.get(term);
+      if (n === undefined) frequencies.set(term, (n = documentFrequency(index, term)));
+      return n;
+    };
+    return bounded(unique.slice(0, limit), maxChars, frequency, offset);
   }
 
   private indexOf(sessionId: string, archive: SessionArchive): SearchIndex {
@@ -202,18 +209,22 @@ function searchOf(index: SearchIndex): Search {
   return search;
 }
 
-/** Near spellings: a fifth of a plain word's letters, at most two edits; never for identifiers. */
+/**
+ * Near spellings: a fifth of a plain word's letters (one edit from five letters, two from eight),
+ * never for identifiers, nor for words under five letters (one edit of `ord` walks a large part of
+ * the term tree and matches `and`, `old`, `odd`...).
+ */
 const MAX_FUZZY_EDITS = 2;
-const fuzzyOf = (term: string): number | false => (IDENTIFIER.test(term) ? false : 0.2);
+const fuzzyOf = (term: string): number | false => (term.length < 5 || IDENTIFIER.test(term) ? false : 0.2);
 
 /**
  * Milliseconds of one query spent on near spellings. Exact terms cost microseconds each; a fuzzy
  * one walks the index's term tree within its edit distance, milliseconds on a large archive (32
- * long words once took 4 s). The query's terms are searched one by one, in order, each fuzzily
+ * long words took 4 s). The query's terms are searched one by one, in order, each fuzzily
  * while this budget lasts and exactly once it is spent: the words the model wrote first get near
  * spellings, and no query holds the event loop for long.
  */
-export const FUZZY_BUDGET_MS = 15;
+export const FUZZY_BUDGET_MS = 5;
 
 interface Hit {
   id: number;
