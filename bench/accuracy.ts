@@ -88,7 +88,7 @@ export async function replay(
         added: addedByKind(call.messages.slice(previous?.messages ?? 0)),
       });
     }
-    previous = { real, heuristic, output: call.outputTokens, messages: call.messages.length };
+    previous = { real, heuristic, output: call.outputTokens, messages: call.messageCount };
   }
   return { errors, calls };
 }

@@ -83,7 +83,7 @@ for (const unit of ['chars/4', 'o200k', 'cl100k'] as Unit[]) {
       } else {
         growth = { real: 0, units: 0 };
       }
-      previous = { real: call.inputTokens, count, messages: call.messages.length };
+      previous = { real: call.inputTokens, count, messages: call.messageCount };
     }
   }
   const s = summarize(errors);

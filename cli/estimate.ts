@@ -15,13 +15,24 @@ export interface CallEstimate {
   estimate: number;
   /** plain chars/4 (plus media) of the same prompt, before calibration */
   heuristic: number;
-  /** the provider's real count, when the file has it */
+  /** the provider's real count, when the file has one that a provider could have reported */
   real?: number;
+  /**
+   * a count the file has that no provider reports (not finite, negative, or above
+   * {@link MAX_PLAUSIBLE_TOKENS}), as the file wrote it: not scored, not fed to the guard
+   */
+  rejected?: string;
   /** (estimate − real) / real, when the call has a real count */
   error?: number;
   /** whether the call is scored (has a real count, and is not a first call or the first after a compaction) */
   scored: boolean;
 }
+
+/** No model's window comes near this: a larger count in a file is an error in the file, not a prompt. */
+export const MAX_PLAUSIBLE_TOKENS = 100_000_000;
+
+/** Whether `n` is a prompt size a provider could have reported. */
+export const isPlausibleCount = (n: number): boolean => Number.isFinite(n) && n > 0 && n <= MAX_PLAUSIBLE_TOKENS;
 
 export interface EstimateOptions {
   exactCounting?: ContextGuardOptions['exactCounting'];
@@ -44,24 +55,28 @@ export async function estimateCalls(transcript: Transcript, options: EstimateOpt
   });
   const out: CallEstimate[] = [];
   for (const [index, call] of transcript.calls.entries()) {
+    // Made once for this call (the parser's calls share one history).
+    const messages = call.messages;
     const r = await guard.beforeModel({
       sessionId: transcript.file,
       modelId: transcript.modelId,
-      messages: call.messages,
+      messages,
       tools: call.tools,
     });
     lastEstimate = undefined;
-    await plain.beforeModel({ sessionId: transcript.file, messages: call.messages, tools: call.tools });
+    await plain.beforeModel({ sessionId: transcript.file, messages, tools: call.tools });
     const heuristic = lastEstimate === undefined ? Number.NaN : (lastEstimate as EstimateEvent).heuristicTokens;
     const real = call.inputTokens;
     const entry: CallEstimate = { index, estimate: r.tokens, heuristic, scored: false };
-    if (real !== undefined && real > 0) {
+    if (real !== undefined && real !== 0 && !isPlausibleCount(real)) entry.rejected = String(real);
+    else if (real !== undefined && real > 0) {
       entry.real = real;
       entry.error = (r.tokens - real) / real;
       entry.scored = !call.skip;
+      const output = call.outputTokens;
       const usage = {
         inputTokens: real,
-        ...(call.outputTokens !== undefined ? { outputTokens: call.outputTokens } : {}),
+        ...(output !== undefined && isPlausibleCount(output) ? { outputTokens: output } : {}),
       };
       await guard.afterModel({ sessionId: transcript.file, usage });
     }
@@ -89,7 +104,8 @@ export function summarizeErrors(errors: number[]): ErrorSummary {
     n: errors.length,
     medianAbs: quantile(abs, 0.5),
     p95Abs: quantile(abs, 0.95),
-    worstUnder: Math.min(0, ...errors),
-    worstOver: Math.max(0, ...errors),
+    // Loops, not Math.min(...errors): a spread of 100,000 arguments overflows the stack.
+    worstUnder: errors.reduce((a, b) => (b < a ? b : a), 0),
+    worstOver: errors.reduce((a, b) => (b > a ? b : a), 0),
   };
 }

@@ -10,6 +10,7 @@ import { dirname, join } from 'node:path';
 import { Presets, SingleBar } from 'cli-progress';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { renderHtml } from './report-html.ts';
+import { printable } from './printable.ts';
 import { formatCalls, formatIssues, formatSummary, type ReplayOptions, ReplayError, replay } from './replay.ts';
 import { TRANSCRIPT_FORMATS, TranscriptError, type TranscriptFormat } from './transcripts/index.ts';
 
@@ -83,7 +84,13 @@ interface ReplayFlags {
 }
 
 /** Runs the command with `argv` (the arguments after the program name); resolves to the exit code. */
-export async function main(argv: readonly string[], io: Io = defaultIo()): Promise<number> {
+export async function main(argv: readonly string[], raw: Io = defaultIo()): Promise<number> {
+  // Everything printed may carry text from the file: no control character of it reaches the terminal.
+  const io: Io = {
+    stdout: (text) => raw.stdout(printable(text)),
+    stderr: (text) => raw.stderr(printable(text)),
+    stderrIsTTY: raw.stderrIsTTY,
+  };
   let exitCode = 0;
   const program = new Command('context-guard')
     .description('Keep every model call of an agent under the context window.')

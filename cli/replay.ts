@@ -11,7 +11,7 @@
 //   fed back only while the guard sent exactly the host's prompt (after a compaction the provider
 //   never saw the prompt the guard sent, so its count would not describe it).
 import { type ContextGuardOptions, createContextGuard, resolveModelInfo, thresholdFor } from '../src/index.ts';
-import { type CallEstimate, type ErrorSummary, estimateCalls, summarizeErrors } from './estimate.ts';
+import { type CallEstimate, type ErrorSummary, estimateCalls, isPlausibleCount, summarizeErrors } from './estimate.ts';
 import { type ParseIssue, readTranscript, type Transcript, type TranscriptFormat } from './transcripts/index.ts';
 
 export interface ReplayOptions {
@@ -66,6 +66,8 @@ export interface ReplayCallReport {
   estimate: number;
   /** the provider's real count of that prompt, when the file has it */
   real?: number;
+  /** a count the file has that no provider reports (infinite, absurd), as the file wrote it: not used */
+  rejected?: string;
   /** (estimate − real) / real */
   error?: number;
   /** counted in the error summary (not a first call or the first after a host compaction) */
@@ -84,6 +86,8 @@ export interface ReplayCallReport {
 export interface ReplaySummary {
   calls: number;
   callsWithRealCount: number;
+  /** calls whose count in the file was rejected (not finite, or above any window) */
+  rejectedCounts: number;
   compactions: number;
   /** compactions by strategy */
   strategies: Record<string, number>;
@@ -189,23 +193,26 @@ export async function replayTranscript(transcript: Transcript, options: ReplayOp
   const calls: ReplayCallReport[] = [];
   for (const [index, call] of transcript.calls.entries()) {
     const estimate = estimates[index] as CallEstimate;
+    // Made once for this call and dropped after it (the parser's calls share one history).
+    const messages = call.messages;
     const r = await guard.beforeModel({
       sessionId,
       modelId: transcript.modelId,
-      messages: call.messages,
+      messages,
       tools: call.tools,
     });
-    const unchanged = r.messages.length === call.messages.length && r.messages.every((m, i) => m === call.messages[i]);
+    const unchanged = r.messages.length === messages.length && r.messages.every((m, i) => m === messages[i]);
     if (unchanged && estimate.real !== undefined) {
+      const output = call.outputTokens;
       const usage = {
         inputTokens: estimate.real,
-        ...(call.outputTokens !== undefined ? { outputTokens: call.outputTokens } : {}),
+        ...(output !== undefined && isPlausibleCount(output) ? { outputTokens: output } : {}),
       };
       await guard.afterModel({ sessionId, usage });
     }
     const entry: ReplayCallReport = {
       call: index + 1,
-      messages: call.messages.length,
+      messages: messages.length,
       estimate: estimate.estimate,
       scored: estimate.scored,
       sent: r.tokens,
@@ -214,6 +221,7 @@ export async function replayTranscript(transcript: Transcript, options: ReplayOp
     };
     if (call.line !== undefined) entry.line = call.line;
     if (estimate.real !== undefined) entry.real = estimate.real;
+    if (estimate.rejected !== undefined) entry.rejected = estimate.rejected;
     if (estimate.error !== undefined) entry.error = estimate.error;
     if (hostCompactionCalls.has(index)) entry.hostCompaction = true;
     if (r.compaction) {
@@ -282,6 +290,7 @@ function summarize(
   return {
     calls: calls.length,
     callsWithRealCount: calls.filter((c) => c.real !== undefined).length,
+    rejectedCounts: calls.filter((c) => c.rejected !== undefined).length,
     compactions: calls.filter((c) => c.compaction).length,
     strategies,
     hostCompactions: transcript.hostCompactions.length,
@@ -303,14 +312,18 @@ const absPct = (x: number): string => `${(Math.abs(x) * 100).toFixed(2)}%`;
 /** The per-call log: one line a call, plus one for each compaction. */
 export function formatCalls(report: ReplayReport): string[] {
   const lines: string[] = [];
-  const width = int(Math.max(1, ...report.calls.map((c) => Math.max(c.estimate, c.real ?? 0, c.sent)))).length;
+  // A loop, not Math.max(...calls): a spread of 100,000 arguments overflows the stack.
+  const widest = report.calls.reduce((n, c) => Math.max(n, c.estimate, c.real ?? 0, c.sent), 1);
+  const width = Math.max(int(widest).length, 'rejected'.length);
   const callWidth = String(report.calls.length).length;
   for (const c of report.calls) {
     if (c.hostCompaction) lines.push(`  -- the host compacted its own history here (${report.format}) --`);
     const real =
-      c.real === undefined
-        ? `real ${'-'.padStart(width)}         `
-        : `real ${int(c.real).padStart(width)} ${pct(c.error as number).padStart(8)}`;
+      c.rejected !== undefined
+        ? `real ${'rejected'.padStart(width)}         `
+        : c.real === undefined
+          ? `real ${'-'.padStart(width)}         `
+          : `real ${int(c.real).padStart(width)} ${pct(c.error as number).padStart(8)}`;
     const mark = c.real !== undefined && !c.scored ? '*' : ' ';
     const meter = `[ctx: ${Math.round(c.fraction * 100)}%]`;
     const sent = c.sent === c.estimate && !c.compaction ? '' : `  sent ${int(c.sent)}`;
@@ -344,7 +357,7 @@ export function formatSummary(report: ReplayReport): string[] {
   const lines = [
     `${report.file}: ${report.format}, model ${report.modelId}`,
     `window ${int(report.contextWindow)} (${source}), threshold ${int(report.threshold)}, warning at ${Math.round(report.warnAt * 100)}%`,
-    `calls: ${s.calls} (${s.callsWithRealCount} with a real count)`,
+    `calls: ${s.calls} (${s.callsWithRealCount} with a real count${s.rejectedCounts > 0 ? `; ${s.rejectedCounts} rejected` : ''})`,
   ];
   const strategies = Object.entries(s.strategies)
     .map(([k, v]) => `${k} x${v}`)

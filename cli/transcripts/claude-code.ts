@@ -18,6 +18,7 @@ import {
   parseJsonLines,
   type ReplayCall,
   type Transcript,
+  withPrompt,
 } from './types.ts';
 
 // Decisions (checked against the files; Claude Code 2.1.38/2.1.39):
@@ -155,13 +156,10 @@ export function parseClaudeCode(file: string, text: string): Transcript {
       } else {
         flush();
         const assistant = { role: 'assistant', content: parts } as AssistantMessage;
-        const call: ReplayCall = {
-          messages: history.slice(),
-          tools,
-          inputTokens: 0,
-          response: assistant,
-          line: lineNo,
-        };
+        const call: ReplayCall = withPrompt(
+          { tools, inputTokens: 0, response: assistant, line: lineNo } as Omit<ReplayCall, 'messages' | 'messageCount'>,
+          history,
+        );
         if (calls.length === 0) call.skip = 'first';
         else if (pendingSkip) call.skip = pendingSkip;
         pendingSkip = undefined;

@@ -17,7 +17,17 @@
 //   user message with the summary `payload.message`; the next call is not scored.
 // - The files lack the base instructions and tool schemas: the first call is not scored.
 import type { AssistantMessage, GuardMessage, ToolMessage, ToolResultPart, UserMessage } from '../../src/messages.ts';
-import { isObject, type Json, num, openAiText, type ParseIssue, parseJsonLines, type Transcript } from './types.ts';
+import {
+  isObject,
+  type Json,
+  num,
+  openAiText,
+  type ParseIssue,
+  parseJsonLines,
+  type ReplayCall,
+  type Transcript,
+  withPrompt,
+} from './types.ts';
 
 const OUTPUT_ITEMS = new Set(['reasoning', 'function_call', 'custom_tool_call', 'local_shell_call', 'web_search_call']);
 
@@ -153,13 +163,16 @@ export function parseCodex(file: string, text: string): Transcript {
         if (!last || total === undefined || total === lastTotal) break;
         lastTotal = total;
         const end = response ? response.index : history.length;
-        const call: Transcript['calls'][number] = {
-          messages: history.slice(0, end),
-          tools: [],
-          inputTokens: num(last.input_tokens),
-          ...(typeof last.output_tokens === 'number' ? { outputTokens: last.output_tokens } : {}),
-          ...(response ? { response: response.message, line: response.line } : { line }),
-        };
+        const call: Transcript['calls'][number] = withPrompt(
+          {
+            tools: [],
+            inputTokens: num(last.input_tokens),
+            ...(typeof last.output_tokens === 'number' ? { outputTokens: last.output_tokens } : {}),
+            ...(response ? { response: response.message, line: response.line } : { line }),
+          } as Omit<ReplayCall, 'messages' | 'messageCount'>,
+          history,
+          end,
+        );
         if (calls.length === 0) call.skip = 'first';
         else if (pendingSkip) call.skip = pendingSkip;
         pendingSkip = undefined;

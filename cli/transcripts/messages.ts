@@ -7,7 +7,16 @@
 // `extra.response.usage`; these fields are removed before the message is measured.
 import type { GuardMessage, ToolDefinition } from '../../src/messages.ts';
 import { convertOpenAiMessage, TranscriptError } from './mini-swe-agent.ts';
-import { isObject, type Json, jsonErrorMessage, num, type ParseIssue, type Transcript } from './types.ts';
+import {
+  isObject,
+  type Json,
+  jsonErrorMessage,
+  num,
+  type ParseIssue,
+  type ReplayCall,
+  type Transcript,
+  withPrompt,
+} from './types.ts';
 
 /** Which of the two message formats a list is in: OpenAI fields win; AI SDK part types next; plain text is OpenAI. */
 export function messageListFormat(messages: readonly unknown[]): 'openai' | 'ai-sdk' {
@@ -78,6 +87,7 @@ export function parseMessageList(file: string, data: unknown, force?: 'openai' |
   const issues: ParseIssue[] = [];
   const history: GuardMessage[] = [];
   const calls: Transcript['calls'] = [];
+  let counted = false;
   for (const [i, raw] of list.entries()) {
     if (!isObject(raw) || !ROLES.has(String(raw.role))) {
       issues.push({ message: `messages[${i}] is not a message (no known \`role\`): skipped` });
@@ -98,12 +108,16 @@ export function parseMessageList(file: string, data: unknown, force?: 'openai' |
     }
     if (!message) continue;
     if (message.role === 'assistant') {
-      const call: Transcript['calls'][number] = { messages: history.slice(), tools, response: message };
+      const call: Transcript['calls'][number] = withPrompt(
+        { tools, response: message } as Omit<ReplayCall, 'messages' | 'messageCount'>,
+        history,
+      );
       if (usage) {
         call.inputTokens = usage.input;
         if (usage.output !== undefined) call.outputTokens = usage.output;
         // the first call with a real count: its hidden part (tools, instructions) is unknown
-        if (!calls.some((c) => c.inputTokens !== undefined)) call.skip = 'first';
+        if (!counted) call.skip = 'first';
+        counted = true;
       }
       calls.push(call);
     }

@@ -9,6 +9,7 @@ import {
   type ParseIssue,
   type ReplayCall,
   type Transcript,
+  withPrompt,
 } from './types.ts';
 
 /**
@@ -83,7 +84,10 @@ export function parseMiniSweAgent(file: string, text: string): Transcript {
     const response = isObject(extra.response) ? extra.response : {};
     const usage = isObject(response.usage) ? response.usage : undefined;
     if (message.role === 'assistant' && usage && typeof usage.prompt_tokens === 'number') {
-      const call: ReplayCall = { messages: history.slice(), tools, inputTokens: usage.prompt_tokens };
+      const call: ReplayCall = withPrompt(
+        { tools, inputTokens: usage.prompt_tokens } as Omit<ReplayCall, 'messages' | 'messageCount'>,
+        history,
+      );
       if (typeof usage.completion_tokens === 'number') call.outputTokens = usage.completion_tokens;
       if (converted) call.response = converted;
       if (calls.length === 0) call.skip = 'first';

@@ -18,8 +18,13 @@ export const TRANSCRIPT_FORMATS: readonly TranscriptFormat[] = [
 ];
 
 export interface ReplayCall {
-  /** messages sent to the model for this call (GuardMessage[]), in order */
+  /**
+   * messages sent to the model for this call (GuardMessage[]), in order. Made when read from the
+   * parser's history (see {@link withPrompt}): read it once per use.
+   */
   messages: GuardMessage[];
+  /** how many messages `messages` holds (without making the array) */
+  messageCount: number;
   tools: ToolDefinition[];
   /** provider-reported total prompt tokens of this call (cached included); undefined when the file has none */
   inputTokens?: number;
@@ -53,6 +58,23 @@ export interface Transcript {
   hostCompactions: Array<{ beforeCall: number; preTokens?: number }>;
   /** the model's window as the file states it (Codex's `model_context_window`) */
   contextWindow?: number;
+}
+
+/**
+ * `call` with its prompt: the first `end` messages of `history`, a list the parser only appends to
+ * (a compaction in the file starts a new list). The array is made each time `messages` is read and
+ * dropped after the call is replayed: a copy per call, all held until the file was replayed, made
+ * memory quadratic in the calls (20,000 calls: 3.5 GB; 30,000: out of memory).
+ */
+export function withPrompt<T extends Omit<ReplayCall, 'messages' | 'messageCount'>>(
+  call: T,
+  history: readonly GuardMessage[],
+  end = history.length,
+): T & ReplayCall {
+  return Object.defineProperties(call, {
+    messages: { get: () => history.slice(0, end), enumerable: true, configurable: true },
+    messageCount: { value: end, enumerable: true, writable: true, configurable: true },
+  }) as T & ReplayCall;
 }
 
 export type Json = Record<string, unknown>;

@@ -1,0 +1,118 @@
+// `context-guard replay` on hostile and huge files (issue 22): whatever the file holds, what the
+// command prints carries no control character from it (a transcript could set the terminal's title
+// and colours), counts no provider reports are printed as rejected (a 1e308 count showed as
+// `∞ −NaN%`), and a file's calls share one history instead of a copy each (20,000 calls took 3.5 GB;
+// bench/replay.ts times 1k / 10k / 100k calls).
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { main } from '../../cli/index.ts';
+import { readTranscript } from '../../cli/transcripts/index.ts';
+
+async function run(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const code = await main(argv, {
+    stdout: (t) => {
+      stdout += t;
+    },
+    stderr: (t) => {
+      stderr += t;
+    },
+    stderrIsTTY: false,
+  });
+  return { code, stdout, stderr };
+}
+
+const ESC = '\u001b';
+const file = (name: string, value: unknown): string => {
+  const path = join(mkdtempSync(join(tmpdir(), 'cg-hostile-')), name);
+  writeFileSync(path, typeof value === 'string' ? value : JSON.stringify(value));
+  return path;
+};
+
+/** An OpenAI message list of `calls` tool calls, each assistant message with a usage count from `count(i)`. */
+function session(calls: number, count: (i: number) => unknown, model = 'gpt-4o'): unknown {
+  const messages: unknown[] = [
+    { role: 'system', content: 'You are a coding agent.' },
+    { role: 'user', content: 'Read the files.' },
+  ];
+  for (let i = 0; i < calls; i++) {
+    const id = `c${i}`;
+    messages.push(
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id, type: 'function', function: { name: 'read_file', arguments: '{}' } }],
+        usage: { prompt_tokens: count(i), completion_tokens: 10 },
+      },
+      { role: 'tool', tool_call_id: id, content: 'line of output '.repeat(20) },
+    );
+  }
+  return { model, messages };
+}
+
+/** Every control character but the line feed (ESC, BEL, CSI 0x9b, ...). */
+const CONTROL = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/;
+
+describe('replay on hostile files', () => {
+  it('prints no control character from the file: model ids, malformed-line reasons', async () => {
+    const title = `${ESC}]0;pwned\u0007${ESC}[31m`;
+    const path = file(
+      'hostile.json',
+      session(3, (i) => 1_000 + i * 100, `gpt-4o${title}`),
+    );
+    const { stdout, stderr } = await run(['replay', path, '--window', '128000']);
+    expect(stdout).toContain('gpt-4o');
+    expect(stdout).not.toMatch(CONTROL);
+    expect(stderr).not.toMatch(CONTROL);
+    // A JSONL file whose bad line is echoed in the parse error.
+    const jsonl = file(
+      'hostile.jsonl',
+      `{"type":"session_meta","payload":{"model":"x${title}"}}\n{bad json ${title}\n`,
+    );
+    const bad = await run(['replay', jsonl, '--format', 'codex', '--window', '128000']);
+    expect(bad.stdout + bad.stderr).not.toMatch(CONTROL);
+  });
+
+  it('prints non-finite and absurd counts as rejected, never as ∞ or NaN', async () => {
+    const counts = [1_000, 1e308, 2_000, Number.MAX_SAFE_INTEGER * 4, 3_000, 1e12];
+    const path = file(
+      'absurd.json',
+      session(counts.length, (i) => counts[i]),
+    );
+    const { stdout } = await run(['replay', path, '--window', '128000']);
+    expect(stdout).not.toMatch(/∞|NaN|Infinity/);
+    const lines = stdout.split('\n').filter((l) => l.startsWith('call '));
+    expect(lines).toHaveLength(counts.length);
+    expect(lines[1]).toMatch(/real +rejected/);
+    expect(lines[3]).toMatch(/real +rejected/);
+    expect(lines[5]).toMatch(/real +rejected/);
+    expect(lines[2]).toMatch(/real +2,000/);
+    expect(stdout).toMatch(/calls: 6 \(3 with a real count; 3 rejected\)/);
+    const json = await run(['replay', path, '--window', '128000', '--json']);
+    expect(json.stdout).not.toMatch(/null|Infinity/);
+    const report = JSON.parse(json.stdout) as { calls: Array<{ real?: number; rejected?: string }> };
+    expect(report.calls[1]?.real).toBeUndefined();
+    expect(report.calls[1]?.rejected).toBe('1e+308');
+  });
+
+  it("a file's calls share one history: each call's messages are made when read", () => {
+    const path = file(
+      'long.json',
+      session(2_000, (i) => 1_000 + i * 60),
+    );
+    const t = readTranscript(path);
+    expect(t.calls).toHaveLength(2_000);
+    const last = t.calls.at(-1)!;
+    const a = last.messages;
+    const b = last.messages;
+    // Made on each read (no array per call is held), with the same messages.
+    expect(a).not.toBe(b);
+    expect(a).toEqual(b);
+    expect(a[0]).toBe(b[0]);
+    expect(last.messageCount).toBe(a.length);
+    expect(t.calls[0]!.messages.at(-1)).toBe(last.messages[t.calls[0]!.messageCount - 1]);
+  });
+});
