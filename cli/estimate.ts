@@ -105,7 +105,7 @@ export function summarizeErrors(errors: number[]): ErrorSummary {
     medianAbs: quantile(abs, 0.5),
     p95Abs: quantile(abs, 0.95),
     // Loops, not Math.min(...errors): a spread of 100,000 arguments overflows the stack.
-    worstUnder: errors.reduce((a, b) => (b < a ? b : a), 0),
-    worstOver: errors.reduce((a, b) => (b > a ? b : a), 0),
+    worstUnder: errors.reduce((a, b) => Math.min(a, b), 0),
+    worstOver: errors.reduce((a, b) => Math.max(a, b), 0),
   };
 }
