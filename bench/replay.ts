@@ -32,7 +32,9 @@ function transcript(calls: number): string {
     messages.push({
       role: 'assistant',
       content: null,
-      tool_calls: [{ id, type: 'function', function: { name: 'read_file', arguments: `{"path":"src/ledger/part_${i}.ts"}` } }],
+      tool_calls: [
+        { id, type: 'function', function: { name: 'read_file', arguments: `{"path":"src/ledger/part_${i}.ts"}` } },
+      ],
       usage: { prompt_tokens: tokens, completion_tokens: 20 },
     });
     messages.push({ role: 'tool', tool_call_id: id, content: output });
@@ -48,7 +50,9 @@ if (process.argv[2] === '--row') {
   const report = await replay({ file, window: 200_000, summarizer: 'mechanical' });
   const seconds = (performance.now() - started) / 1_000;
   const peakMb = process.resourceUsage().maxRSS / 1_024;
-  console.log(JSON.stringify({ calls: report.summary.calls, compactions: report.summary.compactions, seconds, peakMb }));
+  console.log(
+    JSON.stringify({ calls: report.summary.calls, compactions: report.summary.compactions, seconds, peakMb }),
+  );
 } else {
   const counts = (option('--calls') ?? '1000,10000,100000').split(',').map(Number);
   const dir = mkdtempSync(join(tmpdir(), 'cg-replay-bench-'));
@@ -60,13 +64,22 @@ if (process.argv[2] === '--row') {
       const file = join(dir, `session-${calls}.json`);
       const text = transcript(calls);
       writeFileSync(file, text);
-      const child = spawnSync(process.execPath, ['--max-old-space-size=4096', fileURLToPath(import.meta.url), '--row', file], {
-        encoding: 'utf8',
-        maxBuffer: 1 << 24,
-      });
+      const child = spawnSync(
+        process.execPath,
+        ['--max-old-space-size=4096', fileURLToPath(import.meta.url), '--row', file],
+        {
+          encoding: 'utf8',
+          maxBuffer: 1 << 24,
+        },
+      );
       const line = child.stdout.trim().split('\n').at(-1) ?? '';
       if (child.status !== 0 || !line.startsWith('{')) {
-        const why = (child.stderr.trim().split('\n').find((l) => /heap|memory|Error/.test(l)) ?? `exit ${child.status}`).slice(0, 80);
+        const why = (
+          child.stderr
+            .trim()
+            .split('\n')
+            .find((l) => /heap|memory|Error/.test(l)) ?? `exit ${child.status}`
+        ).slice(0, 80);
         console.log(`| ${calls.toLocaleString('en-US')} | ${(text.length / 1e6).toFixed(1)} | | failed: ${why} | | |`);
         continue;
       }

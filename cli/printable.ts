@@ -7,9 +7,24 @@
 // strings (the only place such characters can be: JSON.stringify escapes C0 itself).
 
 /** C0 controls but the line feed, DEL, C1 controls, and the bidirectional embeddings, overrides and isolates. */
-const UNPRINTABLE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+export function isUnprintable(code: number): boolean {
+  return (
+    (code < 0x20 && code !== 0x0a) ||
+    (code >= 0x7f && code <= 0x9f) ||
+    (code >= 0x202a && code <= 0x202e) ||
+    (code >= 0x2066 && code <= 0x2069)
+  );
+}
 
 /** `text` with every control character but the line feed (and every bidirectional override) escaped. */
 export function printable(text: string): string {
-  return text.replace(UNPRINTABLE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  let out = '';
+  let last = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (!isUnprintable(code)) continue;
+    out += `${text.slice(last, i)}\\u${code.toString(16).padStart(4, '0')}`;
+    last = i + 1;
+  }
+  return last === 0 ? text : out + text.slice(last);
 }
