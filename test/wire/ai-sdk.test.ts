@@ -277,6 +277,14 @@ describe.each(targets)('$name through the AI SDK: an overflow the guard did not 
       const r = await run(target, mode, { guardWindow: 12_000, fake: { window: 6_000, reply: plainScript(12) } });
       expect(r.text).toBe('done');
       expectOverflowRecovered(r, 6_000);
+      // A rejection that names the provider's limit teaches it: one rejection, then every request fits.
+      // (OpenAI Responses names none: each request over the limit is rejected and retried once.)
+      if (target.dialect !== openaiResponses) {
+        expect(r.fake.agentCalls().filter((c) => c.rejection)).toHaveLength(1);
+        expect(r.events.of('window-learned')).toEqual([
+          expect.objectContaining({ contextWindow: 6_000, previous: 12_000 }),
+        ]);
+      }
     },
   );
 });

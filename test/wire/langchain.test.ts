@@ -248,6 +248,14 @@ describe.each(targets)('$name through LangChain: an overflow the guard did not f
       });
       expect(r.messages.at(-1)?.text).toBe('done');
       expectOverflowRecovered(r, 6_000);
+      // A rejection that names the provider's limit teaches it: one rejection, then every request fits.
+      // (OpenAI Responses names none: each request over the limit is rejected and retried once.)
+      if (target.dialect !== openaiResponses) {
+        expect(r.fake.agentCalls().filter((c) => c.rejection)).toHaveLength(1);
+        expect(r.events.of('window-learned')).toEqual([
+          expect.objectContaining({ contextWindow: 6_000, previous: 12_000 }),
+        ]);
+      }
     },
   );
 });
