@@ -94,8 +94,23 @@ export interface ReplaySummary {
   hostCompactions: number;
   /** calls whose sent prompt reached warnAt of the window */
   warnings: number;
-  /** calls whose sent prompt was over the threshold even after compaction */
+  /** calls whose sent prompt (`sent`, as in the per-call log) was over the threshold */
   overflows: number;
+  /** calls whose sent prompt (`sent`) was over the window */
+  overWindow: number;
+  /** compactions that could not bring the prompt under the threshold (OVERFLOW in the per-call log) */
+  overflowCompactions: number;
+  /**
+   * Tokens the file's real counts show it does not contain (a system prompt and tool definitions the
+   * host keeps out of the transcript): the smallest excess of a real count over the default
+   * correction × the visible text, over the first calls with a count. 0 when none shows.
+   */
+  hiddenTokens: number;
+  /**
+   * Set when the guard reported that the fixed part of every prompt (system messages, tools and the
+   * hidden part) is over the threshold alone: the limit it held prompts under instead.
+   */
+  fixedOverThreshold?: { fixedTokens: number; hiddenTokens: number; limit: number };
   largestPrompt: { call: number; estimate: number; real?: number } | undefined;
   largestSent: { call: number; tokens: number } | undefined;
   /** estimate error of the scored calls against the real counts (fractions) */
@@ -166,7 +181,14 @@ export async function replayTranscript(transcript: Transcript, options: ReplayOp
     onCall: step,
   });
 
-  const guardOptions: ContextGuardOptions = { contextWindow };
+  let fixedOver: ReplaySummary['fixedOverThreshold'];
+  const guardOptions: ContextGuardOptions = {
+    contextWindow,
+    onEvent: (e) => {
+      if (e.type === 'fixed-over-threshold' && fixedOver === undefined)
+        fixedOver = { fixedTokens: e.fixedTokens, hiddenTokens: e.hiddenTokens, limit: e.limit };
+    },
+  };
   if (options.buffer !== undefined) guardOptions.buffer = options.buffer;
   if (options.target !== undefined) guardOptions.target = options.target;
   if (options.keepRecentTokens !== undefined) guardOptions.keepRecentTokens = options.keepRecentTokens;
@@ -255,9 +277,32 @@ export async function replayTranscript(transcript: Transcript, options: ReplayOp
     threshold,
     warnAt,
     calls,
-    summary: summarize(calls, transcript, warnAt, threshold),
+    summary: {
+      ...summarize(calls, transcript, warnAt, threshold, contextWindow, estimates),
+      ...(fixedOver ? { fixedOverThreshold: fixedOver } : {}),
+    },
     issues: transcript.issues,
   };
+}
+
+/** Calls with a real count whose excess over calibration.max × the visible text is looked at. */
+const HIDDEN_CALLS = 5;
+/** The default correction: what text and code cost per chars/4 token with most tokenizers. */
+const TOKENS_PER_HEURISTIC = 1.5;
+
+/**
+ * Tokens the file's real counts show it does not contain: on the first calls with a count, the
+ * smallest excess of the count over the default correction × the visible text (plain chars/4 and
+ * media): a system prompt or tool definitions the file leaves out (Claude Code's 12-26k), seen
+ * best on a first call whose visible text is short. The smallest, so that neither a dense
+ * tokenizer on a long prompt nor a count summing several steps can make one up.
+ */
+export function hiddenTokensOf(estimates: readonly CallEstimate[]): number {
+  const excess = estimates
+    .filter((e) => e.real !== undefined && Number.isFinite(e.heuristic))
+    .slice(0, HIDDEN_CALLS)
+    .map((e) => (e.real as number) - TOKENS_PER_HEURISTIC * e.heuristic);
+  return excess.length === 0 ? 0 : Math.max(0, Math.round(Math.min(...excess)));
 }
 
 function summarize(
@@ -265,6 +310,8 @@ function summarize(
   transcript: Transcript,
   warnAt: number,
   threshold: number,
+  contextWindow: number,
+  estimates: readonly CallEstimate[],
 ): ReplaySummary {
   const strategies: Record<string, number> = {};
   let largestPrompt: ReplaySummary['largestPrompt'];
@@ -296,6 +343,9 @@ function summarize(
     hostCompactions: transcript.hostCompactions.length,
     warnings: calls.filter((c) => c.fraction >= warnAt).length,
     overflows: calls.filter((c) => c.sent > threshold).length,
+    overWindow: calls.filter((c) => c.sent > contextWindow).length,
+    overflowCompactions: calls.filter((c) => c.compaction?.overflow).length,
+    hiddenTokens: hiddenTokensOf(estimates),
     largestPrompt,
     largestSent,
     estimateError,
@@ -327,8 +377,11 @@ export function formatCalls(report: ReplayReport): string[] {
     const mark = c.real !== undefined && !c.scored ? '*' : ' ';
     const meter = `[ctx: ${Math.round(c.fraction * 100)}%]`;
     const sent = c.sent === c.estimate && !c.compaction ? '' : `  sent ${int(c.sent)}`;
+    // The same figure the summary counts: the prompt the guard sent, against the window and threshold.
+    const over =
+      c.sent > report.contextWindow ? '  OVER THE WINDOW' : c.sent > report.threshold ? '  over the threshold' : '';
     lines.push(
-      `call ${String(c.call).padStart(callWidth)}  est ${int(c.estimate).padStart(width)}  ${real}${mark} ${meter.padEnd(11)}${sent}`.trimEnd(),
+      `call ${String(c.call).padStart(callWidth)}  est ${int(c.estimate).padStart(width)}  ${real}${mark} ${meter.padEnd(11)}${sent}${over}`.trimEnd(),
     );
     const k = c.compaction;
     if (k) {
@@ -373,7 +426,26 @@ export function formatSummary(report: ReplayReport): string[] {
         (s.largestSent ? `; largest sent by the guard: ${int(s.largestSent.tokens)} (call ${s.largestSent.call})` : ''),
     );
   }
-  lines.push(`calls at or over the warning: ${s.warnings}; over the threshold after compaction: ${s.overflows}`);
+  lines.push(
+    `calls sent at or over the warning: ${s.warnings}; over the threshold: ${s.overflows}; over the window: ${s.overWindow}` +
+      (s.overflowCompactions > 0
+        ? `; compactions that could not get under the threshold (OVERFLOW): ${s.overflowCompactions}`
+        : ''),
+  );
+  if (s.hiddenTokens >= Math.max(1_000, 0.05 * report.contextWindow)) {
+    lines.push(
+      `the file's real counts show about ${int(s.hiddenTokens)} tokens it does not contain (a system prompt and tool ` +
+        `definitions the host keeps out of the transcript, ${Math.round((100 * s.hiddenTokens) / report.contextWindow)}% of the window): ` +
+        'the guard counts them in every estimate',
+    );
+  }
+  const f = s.fixedOverThreshold;
+  if (f) {
+    lines.push(
+      `the fixed part of every prompt (${int(f.fixedTokens)} tokens, ${int(f.hiddenTokens)} of them not in the file) is over ` +
+        `the threshold alone: no compaction can bring a prompt under it, so the guard held prompts under ${int(f.limit)} instead`,
+    );
+  }
   const e = s.estimateError;
   if (e) {
     lines.push(

@@ -38,9 +38,10 @@ export interface CalibrationState {
    * last rewrote its history); `consistent`: the smallest of them, set from the second count on. A
    * share consistent from call to call is real and survives a compaction (it does not shrink with
    * the visible prompt); a one-off jump (a host reporting the sum of several steps) is at most an
-   * upper bound and is not carried (tokens/calibration.ts).
+   * upper bound and is not carried (tokens/calibration.ts). `floors`: for the same counts, what
+   * lies beyond calibration.max × the visible text, invisible for sure even from a single count.
    */
-  hidden?: { last: number; consistent?: number; recent?: number[] };
+  hidden?: { last: number; consistent?: number; recent?: number[]; floors?: number[] };
   /**
    * The largest recent shortfall of an anchored estimate: real tokens beyond what was estimated,
    * decayed at each real count (tokens/calibration.ts, shortfallMargin); absent in states stored

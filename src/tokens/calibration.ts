@@ -271,7 +271,15 @@ export function recordRealCount(
   const rewritten = anchor !== undefined && !pending.extendsAnchor;
   const earlier = state.hidden === undefined || rewritten ? [] : (state.hidden.recent ?? [state.hidden.last]);
   const recent = [...earlier.slice(1 - HIDDEN_COUNTS), last];
-  next.hidden = recent.length > 1 ? { last, consistent: Math.min(...recent), recent } : { last, recent };
+  // What no rate can explain: the count beyond calibration.max × the visible text is invisible for
+  // sure (a dense tokenizer stays under the bound), even seen through a single count.
+  const sure = Math.max(0, realTokens - mediaTokens - (chars / CHARS_PER_TOKEN) * c.max);
+  const floors = [
+    ...(state.hidden === undefined || rewritten ? [] : (state.hidden.floors ?? [])).slice(1 - HIDDEN_COUNTS),
+    sure,
+  ];
+  next.hidden =
+    recent.length > 1 ? { last, consistent: Math.min(...recent), recent, floors } : { last, recent, floors };
   // Under one token it is noise, and the state stays as it was before any shortfall.
   if (shortfall >= 1) next.shortfall = shortfall;
   return next;
@@ -334,6 +342,10 @@ export function priceAfterReset(
   let invisible = state.growth ? measured : 0;
   if (consistent !== undefined)
     invisible = state.growth ? Math.min(measured, Math.max(0, consistent)) : Math.max(0, consistent);
+  // Never below what the recent counts show is invisible for sure (their smallest: a one-off jump is
+  // at most an upper bound); none shown leaves a negative part as it is.
+  const floor = state.hidden?.floors?.length ? Math.min(...state.hidden.floors) : 0;
+  if (floor > 0) invisible = Math.max(invisible, floor);
   const offset = state.anchor ? 0 : (state.reference?.offset ?? 0);
   return (chars, media) =>
     Math.max((chars / CHARS_PER_TOKEN) * ratio, invisible + (chars / CHARS_PER_TOKEN) * marginal) + media + offset;

@@ -120,6 +120,42 @@ describe('replay', () => {
     expect(stdout).toMatch(/\[ctx: \d+%\]/);
   });
 
+  it('counts the calls over the window and the threshold from the same figures as its per-call log', async () => {
+    // The fixture's real counts show ~12k tokens the file does not hold (Claude Code's system prompt
+    // and tools): over the threshold of a 14k window on their own.
+    const report = await replay({ file: fixture('claude-code.jsonl'), window: 14_000 });
+    const s = report.summary;
+    expect(s.overflows).toBe(report.calls.filter((c) => c.sent > report.threshold).length);
+    expect(s.overWindow).toBe(report.calls.filter((c) => c.sent > report.contextWindow).length);
+    expect(s.overflows).toBeGreaterThan(0);
+    const { stdout } = await run(['replay', fixture('claude-code.jsonl'), '--window', '14000']);
+    const log = stdout.split('\n\n')[0] as string;
+    const marked = log.split('\n').filter((l) => / {2}(over the threshold|OVER THE WINDOW)$/.test(l));
+    expect(marked).toHaveLength(s.overflows);
+    expect((log.match(/OVERFLOW\)/g) ?? []).length).toBe(s.overflowCompactions);
+    expect(stdout).toContain(`over the threshold: ${s.overflows}; over the window: ${s.overWindow}`);
+    // The meter is the prompt the provider counts, the hidden part included (12k of 14k, not 1%).
+    for (const c of report.calls.slice(1)) expect(c.fraction).toBeGreaterThan(0.8);
+    expect(s.fixedOverThreshold?.limit).toBeGreaterThan(report.threshold);
+    expect(stdout).toMatch(/the fixed part of every prompt \([\d,]+ tokens/);
+  });
+
+  it('says when the real counts show a large part the file does not contain', async () => {
+    const report = await replay({ file: fixture('claude-code.jsonl'), window: 200_000 });
+    expect(report.summary.hiddenTokens).toBeGreaterThan(11_000);
+    expect(report.summary.hiddenTokens).toBeLessThan(12_003);
+    const { stdout } = await run(['replay', fixture('claude-code.jsonl'), '--window', '200000', '--quiet']);
+    expect(stdout).toMatch(/the file's real counts show about 11,\d{3} tokens it does not contain/);
+    // A file without real counts, or whose counts its text explains, says nothing of the kind.
+    for (const [file, window] of [
+      ['openai.json', '8000'],
+      ['mini-swe-agent.traj.json', '8000'],
+    ] as const) {
+      const other = await run(['replay', fixture(file), '--window', window, '--quiet']);
+      expect(other.stdout).not.toContain('does not contain');
+    }
+  });
+
   it('a malformed line is an error naming its line number, and the rest is replayed (exit 1)', async () => {
     const { code, stdout, stderr } = await run([
       'replay',

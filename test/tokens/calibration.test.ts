@@ -138,7 +138,7 @@ describe('recordRealCount', () => {
     // The share beyond the visible prompt at the prior rate (1.5 × 1,000): one count, nothing consistent yet.
     expect(next).toEqual({
       anchor: { ...request(4_000), realTokens: 2_000, outputTokens: 300 },
-      hidden: { last: 500, recent: [500] },
+      hidden: { last: 500, recent: [500], floors: [0] },
     });
   });
 
@@ -474,6 +474,28 @@ describe('priceAfterReset', () => {
     const ref = { realTokens: 2_000, chars: 4_000, mediaTokens: 0, offset: 70 };
     expect(priceAfterReset({ reference: ref }, C)(800, 5)).toBe(475);
     expect(priceAfterReset({ reference: ref, ...anchored(4_000, 2_000) }, C)(800, 5)).toBe(405);
+  });
+});
+
+describe('the invisible share', () => {
+  it('a single count far beyond calibration.max × the visible text: the rest is invisible for sure', () => {
+    // 12,000 tokens for 20 heuristic tokens (Claude Code's system prompt kept out of the transcript).
+    const state = recordRealCount({ pending: pending(80, false) }, pending(80, false), 12_000, undefined, C);
+    expect(state.hidden?.floors).toEqual([12_000 - 5 * 20]);
+    // A compacted prompt of 100 heuristic tokens is priced with it, not as 5 × its text.
+    expect(priceAfterReset(resetCalibration(state), C)(400, 0)).toBeGreaterThanOrEqual(11_900 + 100);
+  });
+
+  it('the consistent share is the smallest of the last three counts: a one-off jump does not raise it', () => {
+    let state: CalibrationState = {};
+    const counts = [10_000, 10_200, 30_000];
+    counts.forEach((real, i) => {
+      const p = pending(400 + 40 * i, i > 0);
+      state = recordRealCount({ ...state, pending: p }, p, real, undefined, C);
+    });
+    expect(state.hidden?.recent).toHaveLength(3);
+    expect(state.hidden?.consistent).toBeLessThan(10_000);
+    expect(state.hidden?.last).toBeGreaterThan(29_000);
   });
 });
 
