@@ -46,4 +46,15 @@ describe('soak (short)', () => {
     expect(result.unexplainedOverflows, report).toBe(0);
     expect(result.errorEvents, report).toBe(0);
   });
+
+  it('a latest tool step that fits beside the request by less than a token is never sent over the threshold', async () => {
+    // Found by the full soak: the smallest prompt kept the latest tool step, measured to fit
+    // (3,253.2 <= 3,253.6) but sent at 3,254 whole tokens, an overflow. Fitting now keeps a margin,
+    // and the smallest prompt drops the step rather than go over.
+    const result = await runSoak({ seed: 20_261_127, only: 8811 });
+    const report = `${formatResult(result)}\n${result.details.map((d) => `[${d.kind}] call ${d.call}: ${d.message}`).join('\n')}`;
+    expect(result.compactions, report).toBeGreaterThan(0);
+    expect(result.unexplainedOverflows, report).toBe(0);
+    expect(result.violations, report).toBe(0);
+  });
 });

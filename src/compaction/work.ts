@@ -257,6 +257,17 @@ export class Work {
   }
 }
 
+/**
+ * Where a cut made to fit aims: just under the threshold. The margin (2% of it, at most 1,000
+ * tokens) absorbs what an estimate of a cut misses (its markers, whole-token rounding): a prompt a
+ * token over the threshold would be sent as the smallest prompt instead.
+ */
+export function fitAim(threshold: number): number {
+  return threshold - Math.min(FIT_MARGIN * threshold, FIT_MARGIN_MAX);
+}
+const FIT_MARGIN = 0.02;
+const FIT_MARGIN_MAX = 1_000;
+
 export interface LatestResults {
   /** The host index of the last assistant message (-1: none): where the latest tool step starts. */
   from: number;
@@ -287,7 +298,7 @@ function latestToolResults(p: PipelineInput, request: number): LatestResults {
     if ((i < from && m?.role === 'system') || i === request || i >= from) smallest.push(m);
   });
   const measured = p.measure(smallest);
-  return { from, messages, protected: p.price(measured.chars, measured.mediaTokens) <= p.threshold };
+  return { from, messages, protected: Math.ceil(p.price(measured.chars, measured.mediaTokens)) <= fitAim(p.threshold) };
 }
 
 /**

@@ -9,11 +9,11 @@
 import type { GuardMessage } from '../../messages.ts';
 import { mediaKey } from '../media-placeholder.ts';
 import { outputChars } from '../prune.ts';
-import { MIN_KEPT_CHARS, waterLevel, type Work } from '../work.ts';
+import { fitAim, MIN_KEPT_CHARS, waterLevel, type Work } from '../work.ts';
 
 export function hardFit(w: Work): void {
   const request = w.request;
-  const aim = w.p.threshold;
+  const aim = fitAim(w.p.threshold);
   const over = () => w.cur.tokens > aim;
   if (over()) shrinkToolOutputs(w, aim);
   if (over()) replaceMediaUntil(w, aim, (o) => o !== request);

@@ -11,24 +11,30 @@ import { replaceMediaUntil } from './hard-fit.ts';
 
 /** Whether the result is an overflow: over the threshold, or the request had to be cut. */
 export function lastResort(w: Work): boolean {
-  smallestPrompt(w);
+  smallestPrompt(w, w.latest.protected);
+  w.changed('hard-fit');
+  // The latest tool step was measured to fit beside the request; should the rendered prompt still
+  // be over (a repair, a rounding), it goes too: the smallest prompt must fit if anything does.
+  if (w.latest.protected && w.cur.tokens > w.p.threshold) {
+    smallestPrompt(w, false);
+    w.changed('hard-fit');
+  }
   // What now stands for the older messages, though not sent: the digest the next summary builds on.
   if (w.memo.summary?.text) {
     w.stats.summary = w.memo.summary.text;
     w.stats.summaryTokens = Math.ceil(w.memo.summary.text.length * w.p.tokensPerChar);
   }
-  w.changed('hard-fit');
   if (w.cur.tokens > w.p.threshold) replaceMediaUntil(w, w.p.threshold, (o) => o === w.request);
   // A request that had to be cut is an overflow too: the event tells the host it was not sent whole.
   const cut = w.cur.tokens > w.p.contextWindow && fitRequest(w);
   return cut || w.cur.tokens > w.p.threshold;
 }
 
-function smallestPrompt(w: Work): void {
+function smallestPrompt(w: Work, keepLatest: boolean): void {
   const { p, memo, cur, request } = w;
   // The latest tool step (from the last assistant message on) stays when its results fit with the
   // system messages and the request (see Work.latest): the model asked for them.
-  const end = w.latest.protected ? w.latest.from : p.input.length;
+  const end = keepLatest ? w.latest.from : p.input.length;
   const systems: number[] = [];
   p.input.forEach((m, i) => {
     if (m?.role === 'system' && i < end) systems.push(i);

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import type { GuardMessage } from '../../../src/index.ts';
 import { hardFit } from '../../../src/compaction/steps/hard-fit.ts';
-import { MIN_KEPT_CHARS, waterLevel } from '../../../src/compaction/work.ts';
+import { fitAim, MIN_KEPT_CHARS, waterLevel } from '../../../src/compaction/work.ts';
 import { assistant, system, toolStep, user } from '../../helpers.ts';
 import { image, measureOne, outputText, text, toolResultParts, work } from './harness.ts';
 
@@ -42,9 +42,9 @@ describe('hardFit: order', () => {
       role: 'user',
       content: [{ type: 'text', text: 'screens' }, ...[1, 2, 3, 4, 5, 6].map((i) => image(`s${i}`))],
     };
-    const A1 = assistant(text('A1', 19_600));
+    const A1 = assistant(text('A1', 18_960));
     const U2 = user(text('U2', 4_000));
-    // ~8,900 tokens: two images (1,000 tokens, less their placeholders) bring it under the threshold.
+    // ~8,740 tokens: two images (1,000 tokens, less their placeholders) bring it under the aim (7,840).
     const w = work([SYS, FIRST, shots, A1, U2, REQUEST]);
     hardFit(w);
     expect(w.memo.media).toEqual({ '2:1': 1, '2:2': 1 });
@@ -63,7 +63,7 @@ describe('hardFit: order', () => {
       content: [{ type: 'text', text: 'screens' }, ...[1, 2, 3, 4, 5, 6].map((i) => image(`s${i}`))],
     };
     // 988 tokens over: two images would do, were the placeholders free.
-    const w = work([SYS, FIRST, shots, assistant(text('A1', 19_900)), user(text('U2', 4_000)), REQUEST]);
+    const w = work([SYS, FIRST, shots, assistant(text('A1', 19_260)), user(text('U2', 4_000)), REQUEST]);
     hardFit(w);
     expect(w.memo.media).toEqual({ '2:1': 1, '2:2': 1, '2:3': 1 });
     expect(w.memo.clips).toEqual({});
@@ -138,8 +138,9 @@ describe('hardFit: lands near the threshold', () => {
     ];
     const w = work(messages);
     hardFit(w);
-    // Within the cost of the clip markers (~10 tokens each) of the threshold.
-    expect(Math.abs(w.cur.tokens - 8_000)).toBeLessThanOrEqual(25);
+    // Within the cost of the clip markers (~10 tokens each) of the aim, just under the threshold.
+    expect(fitAim(8_000)).toBe(7_840);
+    expect(Math.abs(w.cur.tokens - fitAim(8_000))).toBeLessThanOrEqual(25);
     // The two largest were cut to one level; the smaller ones stayed whole.
     const s = sizes(w.cur.view.messages);
     expect(s[2]).toBe(3_000);
@@ -157,7 +158,7 @@ describe('hardFit: lands near the threshold', () => {
     ];
     const w = work(messages);
     hardFit(w);
-    expect(Math.abs(w.cur.tokens - 8_000)).toBeLessThanOrEqual(35);
+    expect(Math.abs(w.cur.tokens - fitAim(8_000))).toBeLessThanOrEqual(35);
     const kept = Object.values(w.memo.tools);
     expect(new Set(kept).size).toBe(1);
   });
