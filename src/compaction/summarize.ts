@@ -369,6 +369,17 @@ function textChars(message: GuardMessage): number {
 }
 
 /**
+ * The messages as the summarizer and every digest read them: tool outputs clipped (no digest or
+ * transcript shows more of one, and scanning megabytes of output for secrets would stall the call),
+ * then redacted. A digest is built from these, never redacted after: its lines are flattened, and a
+ * secret assignment on a line of its own (`aws_secret_access_key:` in YAML) no longer reads as one
+ * in the middle of a flattened line.
+ */
+export function redactedMessages(messages: readonly GuardMessage[], redact: (text: string) => string): GuardMessage[] {
+  return messages.map((m) => redactMessage(clipToolOutputs(m, DEFAULT_TRANSCRIPT_TOOL_RESULT_CHARS), redact));
+}
+
+/**
  * Summarizes `messages` on top of `previousSummary`: the summarizer chunk by chunk, and the
  * mechanical digest from the first chunk it fails on (the summary so far is kept, so no history is
  * lost). `override` (from a beforeCompact hook) replaces the summarizer.
@@ -380,9 +391,7 @@ export async function summarize(req: SummarizeRequest, override?: string): Promi
   // written from a hook or by a model that was given one anyway is masked before it is stored).
   // Tool outputs are clipped first: the summarizer sees 2,000 characters of each anyway, and
   // scanning megabytes of output for secrets would stall the call.
-  const messages = req.messages.map((m) =>
-    redactMessage(clipToolOutputs(m, DEFAULT_TRANSCRIPT_TOOL_RESULT_CHARS), redact),
-  );
+  const messages = redactedMessages(req.messages, redact);
   const contextOnly = req.contextOnly;
   const outcome = await summarizeRaw(
     {

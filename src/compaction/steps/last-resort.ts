@@ -6,6 +6,7 @@
 // of the window (it is the one message the model must see whole).
 import type { GuardMessage } from '../../messages.ts';
 import { mechanicalDigest } from '../mechanical.ts';
+import { redactedMessages } from '../summarize.ts';
 import { MIN_KEPT_CHARS, type Work } from '../work.ts';
 import { replaceMediaUntil } from './hard-fit.ts';
 
@@ -48,7 +49,12 @@ function smallestPrompt(w: Work, keepLatest: boolean): void {
   let text = memo.summary?.text ?? '';
   if (leaving.length > 0) {
     const maxChars = Math.floor(p.settings.maxSummaryTokens / p.tokensPerChar);
-    const digest = mechanicalDigest(leaving, { ...(text ? { previousSummary: text } : {}), maxChars });
+    // Redacted before the digest flattens and cuts them, as the summarizer's transcript is; the
+    // digest's text once more (the previous summary in it, redacted when stored, is unchanged by it).
+    const digest = mechanicalDigest(redactedMessages(leaving, p.redact), {
+      ...(text ? { previousSummary: text } : {}),
+      maxChars,
+    });
     text = p.redact(digest.text);
     p.onDigestLoss(digest.lostMessages, digest.lostUserMessages);
   }
