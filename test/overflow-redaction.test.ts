@@ -30,10 +30,10 @@ describe('an AWS secret key in the latest request on the overflow path', () => {
   for (const summarizer of [async () => 'Summary of the work.', undefined]) {
     it(`never reaches the store, the archive, the receipts or the events (${summarizer ? 'summarizer' : 'no summarizer'})`, async () => {
       const stored: unknown[] = [];
-      const data = new Map<string, unknown>();
+      const data = new Map<string, never>();
       const store = {
         get: async (key: string) => data.get(key),
-        set: async (key: string, value: unknown) => {
+        set: async (key: string, value: never) => {
           stored.push(structuredClone(value));
           data.set(key, value);
         },

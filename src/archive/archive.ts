@@ -2,6 +2,7 @@
 // out of the prompt (before that prompt is sent) with a receipt of what it did, and recall finds
 // them again. The archive lives beside the session state in the same store (store.ts); the search
 // index is per process (recall.ts).
+import { quotedId } from '../compaction/quoted-id.ts';
 import type { CompactionMemo, View } from '../compaction/memo.ts';
 import { clipMiddle } from '../compaction/text.ts';
 import type { CompactionResult } from '../compaction/types.ts';
@@ -100,14 +101,18 @@ export class Archive {
     this.index = new RecallIndex(maxSessions, undefined, settings.indexChars);
   }
 
-  /** `compaction-batch-{sessionId}-{ISO}` for a batch ending at `at` (a millisecond later if that one was taken). */
+  /**
+   * `compaction-batch-{sessionId}-{ISO}` for a batch ending at `at` (a millisecond later if that one
+   * was taken); a long session id is quoted short (quotedId), since the label is quoted in the summary.
+   */
   label(sessionId: string, at: number): { label: string; end: string } {
     let time = at;
-    const make = () => `compaction-batch-${sessionId}-${new Date(time).toISOString()}`;
-    while (this.lastLabel.get(sessionId) !== undefined && make() <= (this.lastLabel.get(sessionId) as string)) time++;
+    const id = quotedId(sessionId);
+    const make = () => `compaction-batch-${id}-${new Date(time).toISOString()}`;
+    while (this.lastLabel.get(id) !== undefined && make() <= (this.lastLabel.get(id) as string)) time++;
     const label = make();
-    this.lastLabel.delete(sessionId);
-    this.lastLabel.set(sessionId, label);
+    this.lastLabel.delete(id);
+    this.lastLabel.set(id, label);
     if (this.lastLabel.size > 10_000) this.lastLabel.delete(this.lastLabel.keys().next().value as string);
     return { label, end: new Date(time).toISOString() };
   }
@@ -162,7 +167,7 @@ export class Archive {
 
   async delete(sessionId: string): Promise<void> {
     this.index.forget(sessionId);
-    this.lastLabel.delete(sessionId);
+    this.lastLabel.delete(quotedId(sessionId));
     await this.store.delete(sessionId);
   }
 }

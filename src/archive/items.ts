@@ -3,6 +3,7 @@
 // left the prompt (summarized) and which were shrunk (a tool output replaced or truncated, a message
 // clipped, media named instead). Each is archived from the host's original, never from an earlier
 // edit of it, so what the archive holds is what the host wrote.
+import { quotedId } from '../compaction/quoted-id.ts';
 import type { CompactionMemo, View } from '../compaction/memo.ts';
 import { PLACEHOLDER } from '../compaction/prune.ts';
 import { MAX_LABEL_CHARS, oneLine, safeJson, toolOutputText, userContentText } from '../compaction/text.ts';
@@ -165,7 +166,8 @@ function toolResultItem(part: ToolResultPart, position: number, replaced: Replac
   const toolCallId = String(part.toolCallId);
   const toolName = oneLine(part.toolName, MAX_LABEL_CHARS);
   return {
-    id: toolCallId,
+    // The id the placeholder quotes (a long id is quoted short); the whole id stays in toolCallId.
+    id: quotedId(toolCallId),
     role: 'tool' as const,
     text: `${toolName} ${isError ? 'failed' : 'returned'}:\n${text}`,
     toolCallId,

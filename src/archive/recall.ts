@@ -4,6 +4,7 @@
 // archive. Answers are bounded: a recall result goes back into the prompt, so it must not be the
 // thing that overflows it. A long item is cut around what the query matched, not blindly.
 import { LRUCache } from 'lru-cache';
+import { quotedId } from '../compaction/quoted-id.ts';
 import MiniSearch from 'minisearch';
 import { clipMiddle, formatCount, safeHead, safeTail } from '../compaction/text.ts';
 import { originKeysOf } from './items.ts';
@@ -92,7 +93,12 @@ export class RecallIndex {
     if (id) {
       // A batch in its own order; a reused tool-call id newest first (most likely the latest call).
       const byId = [...index.items.values()]
-        .filter(({ item }) => item.id === id || item.toolCallId === id || item.label === id)
+        .filter(
+          ({ item }) =>
+            item.id === id ||
+            item.label === id ||
+            (typeof item.toolCallId === 'string' && (item.toolCallId === id || quotedId(item.toolCallId) === id)),
+        )
         .filter(mine)
         .sort((a, b) => (a.item.label === id ? a.order - b.order : b.order - a.order));
       if (!query) found = byId.map((located) => ({ located }));

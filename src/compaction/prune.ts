@@ -3,6 +3,7 @@
 // stateless host replaying its history gets byte-identical messages on every call: truncation
 // (head and tail kept, a marker saying how much was cut) and a placeholder that says what was
 // removed. Edits are remembered by tool call id (see memo.ts), never recomputed from positions.
+import { quotedId } from './quoted-id.ts';
 import type { GuardMessage, ToolResultOutput, ToolResultPart } from '../messages.ts';
 import { clipMiddle, formatCount, oneLine, toolOutputText } from './text.ts';
 
@@ -17,7 +18,7 @@ function textOnly(output: ToolResultOutput): boolean {
 
 /** How the model gets an archived output back: the recall tool, by the tool-call id. */
 function recallHint(part: ToolResultPart): string {
-  return `recall id ${JSON.stringify(oneLine(part.toolCallId, 100))}`;
+  return `recall id ${JSON.stringify(quotedId(String(part.toolCallId)))}`;
 }
 
 /**
