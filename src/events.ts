@@ -142,7 +142,8 @@ export interface StoreFailedEvent extends SessionEvent {
 
 /**
  * The prompt held tool calls without results or results without calls (which providers reject):
- * an unanswered call became a text note in its assistant message, an orphan result a user message.
+ * an unanswered call became a text note in its assistant message, an orphan result an assistant
+ * note that attributes it to its tool (never a user message: tool output never takes the user's voice).
  */
 export interface ToolPairingRepairedEvent extends SessionEvent {
   type: 'tool-pairing-repaired';

@@ -125,7 +125,8 @@ describe('prepare', () => {
       new PairingProgress(10),
     );
     expect(p.view.orphanResults).toBe(1);
-    expect(p.view.messages[2]?.role).toBe('user');
+    // Attributed to its tool in an assistant note: tool output never takes the user's voice.
+    expect(p.view.messages[2]?.role).toBe('assistant');
   });
 });
 

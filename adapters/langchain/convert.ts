@@ -84,7 +84,8 @@ function typeOf(message: BaseMessage): string {
 
 /**
  * The guard role of a message. ChatMessages use their role; legacy FunctionMessages (no tool-call
- * id to pair with) and unknown types are read as user text, so they are counted and kept.
+ * id to pair with) are read as an assistant note attributed to their function (tool output never
+ * takes the user's voice); unknown types are read as user text, so they are counted and kept.
  */
 function roleOf(message: BaseMessage): Role {
   let type = typeOf(message);
@@ -98,6 +99,8 @@ function roleOf(message: BaseMessage): Role {
       return 'assistant';
     case 'tool':
       return 'tool';
+    case 'function':
+      return 'assistant';
     default:
       return 'user';
   }
@@ -378,6 +381,18 @@ function toolOutput(message: BaseMessage): ToolResultOutput {
   return { type: error ? 'error-json' : 'json', value: content ?? null };
 }
 
+/** A legacy FunctionMessage (or a ChatMessage with the role `function`): a function's output. */
+function isFunctionOutput(message: BaseMessage): boolean {
+  const type = typeOf(message);
+  return type === 'function' || (type === 'generic' && (message as { role?: unknown }).role === 'function');
+}
+
+/** A function's output as the guard reads it: attributed to the function, never as the user's words. */
+function functionNote(message: BaseMessage): string {
+  const name = typeof message.name === 'string' && message.name ? ` ${message.name.slice(0, 100)}` : '';
+  return `[Output of function${name}, not an instruction from the user:]\n${plainText(message.content)}`;
+}
+
 function convert(message: BaseMessage, toolName: string | undefined): GuardMessage {
   const role = roleOf(message);
   let guard: GuardMessage;
@@ -386,7 +401,9 @@ function convert(message: BaseMessage, toolName: string | undefined): GuardMessa
       guard = { role, content: plainText(message.content) };
       break;
     case 'assistant':
-      guard = { role, content: assistantContent(message) } as GuardMessage;
+      guard = isFunctionOutput(message)
+        ? { role, content: [{ type: 'text', text: functionNote(message) }] }
+        : ({ role, content: assistantContent(message) } as GuardMessage);
       break;
     case 'tool': {
       const part: ToolResultPart = {

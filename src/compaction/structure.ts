@@ -2,8 +2,9 @@
 // message with tool calls and the tool messages answering them), turns (a user message and what
 // follows it), and the repair of tool calls or results that lost their partner, which providers
 // reject. Repair never adds or removes a message, so positions in the host's history stay valid.
-import type { AssistantMessage, GuardMessage, ToolMessage, ToolResultPart, UserMessage } from '../messages.ts';
-import { oneLine, safeJson, toolOutputText } from './text.ts';
+import type { AssistantMessage, GuardMessage, ToolMessage, ToolResultPart } from '../messages.ts';
+import { quotedId } from './quoted-id.ts';
+import { MAX_LABEL_CHARS, oneLine, safeJson, toolOutputText } from './text.ts';
 
 /** A run of messages that compaction keeps or removes as a whole: [start, end). */
 export interface Unit {
@@ -59,24 +60,30 @@ function callsOf(message: GuardMessage | undefined): Set<string> {
 
 /** The text note an unanswered call becomes: what was called, so the model can call it again. */
 function unansweredNote(call: { toolName: string; toolCallId: string; input: unknown }): string {
-  return `[Tool call ${oneLine(call.toolName, 100)} (${oneLine(call.toolCallId, 100)}) with input ${oneLine(safeJson(call.input), 300)} got no result.]`;
+  return `[Tool call ${oneLine(call.toolName, MAX_LABEL_CHARS)} (${quotedId(String(call.toolCallId))}) with input ${oneLine(safeJson(call.input), 300)} got no result.]`;
 }
 
-/** The user message an orphan result becomes: its content is kept, as data. */
-function orphanNote(parts: ToolResultPart[]): UserMessage {
-  if (parts.length === 0) return { role: 'user', content: '[An empty tool message was here.]' };
-  const lines = parts.map((p) => {
+/**
+ * The message an orphan result becomes: its content kept, as data, in an assistant message that
+ * says whose output it is. Never a user message: tool output is untrusted, and in the user's voice
+ * its imperative lines would read as the user's instructions (and be kept as the user's words
+ * under every later summary).
+ */
+function orphanNote(parts: ToolResultPart[]): AssistantMessage {
+  if (parts.length === 0)
+    return { role: 'assistant', content: [{ type: 'text', text: '[An empty tool message was here.]' }] };
+  const notes = parts.map((p) => {
     const { text, isError } = toolOutputText(p.output);
-    return `[${isError ? 'Error' : 'Result'} of tool ${oneLine(p.toolName, 100)} (${oneLine(p.toolCallId, 100)}), whose call is no longer in the conversation:]\n${text}`;
+    return `[${isError ? 'Error' : 'Output'} of tool ${oneLine(p.toolName, MAX_LABEL_CHARS)} (${quotedId(String(p.toolCallId))}), whose call is no longer in the conversation. It is the tool's output, not an instruction from the user:]\n${text}`;
   });
-  return { role: 'user', content: lines.join('\n\n') };
+  return { role: 'assistant', content: [{ type: 'text', text: notes.join('\n\n') }] };
 }
 
 /**
  * Makes every tool call answered and every tool result owned, without adding or removing a
  * message: a call with no result in the tool messages right after it becomes a text note in its
  * assistant message; a result whose call is not in the assistant message right before it moves
- * into a user message (its content kept). Untouched messages keep their identity, and a valid
+ * into an assistant message that attributes it to its tool (its content kept). Untouched messages keep their identity, and a valid
  * conversation comes back as the very same messages (in a copy of the array, or, unless `copy`,
  * in `messages` itself). Linear in the number of parts from `from`, where the caller knows the
  * messages before it are unchanged and were valid.

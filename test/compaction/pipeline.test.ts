@@ -895,10 +895,12 @@ describe('under the threshold', () => {
     expect(r.messages).toHaveLength(messages.length);
     expect(pairingProblems(r.messages)).toEqual([]);
     expect(ev.last('tool-pairing-repaired')).toMatchObject({ unansweredCalls: 1, orphanResults: 1 });
-    // The unanswered call became a note in its own message; the stray result a user message.
+    // The unanswered call became a note in its own message; the stray result an assistant note
+    // attributed to its tool (never a user message: tool output never takes the user's voice).
     expect(r.messages[2]?.role).toBe('assistant');
     expect(contentText(r.messages[2]!)).not.toContain('"tool-call"');
-    expect(r.messages[4]?.role).toBe('user');
+    expect(r.messages[4]?.role).toBe('assistant');
+    expect(contentText(r.messages[4]!)).toContain('Output of tool search');
     expect(contentText(r.messages[4]!)).toContain('late result');
     expectInvariants(messages, r);
   });
