@@ -1,6 +1,7 @@
 // One compaction of one call: the beforeCompact hook, the pricing the pipeline plans with, the
 // pipeline itself with the summarizer wired in (its deadline, its circuit breaker, its events),
 // and the afterwards: events, the result, and the memo the next calls re-apply.
+import type { LostWords } from './compaction/instructions.ts';
 import type { Archive } from './archive/archive.ts';
 import type { Call } from './call.ts';
 import { compactionSettings, type ResolvedOptions } from './config.ts';
@@ -230,6 +231,12 @@ function pipelineInput(call: Call, r: CompactionRequest, env: CompactionEnv, pla
   const onDigestLoss = (lostMessages: number, lostUserMessages: number) => {
     if (lostMessages > 0) emit({ type: 'digest-loss', sessionId, lostMessages, lostUserMessages });
   };
+  const onUserWordsLost = (lost: readonly LostWords[], budget: number) => {
+    const messages = lost.map((l) => ({ ...l }));
+    const sentences = messages.reduce((n, l) => n + l.sentences, 0);
+    const chars = messages.reduce((n, l) => n + l.chars, 0);
+    if (sentences > 0) emit({ type: 'user-words-dropped', sessionId, messages, sentences, chars, budget });
+  };
   let startEmitted = false;
   const onStart = () => {
     if (startEmitted) return;
@@ -269,6 +276,7 @@ function pipelineInput(call: Call, r: CompactionRequest, env: CompactionEnv, pla
     tokensPerChar,
     onStart,
     onDigestLoss,
+    onUserWordsLost,
     summarize: async (messages, previousSummary, roomTokens, userRoomTokens, contextOnly) => {
       const outcome = await summarize(
         {

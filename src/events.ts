@@ -229,6 +229,25 @@ export interface DigestLossEvent extends SessionEvent {
 }
 
 /**
+ * Sentences the user wrote (prose of summarized user messages: not pasted code, logs or data) that
+ * are not in the prompt: the footer under the summary keeps them verbatim, the newest first, each
+ * whole, within `budget` characters, and these did not fit (or, after an overflow, the smallest
+ * prompt left the summary out for this call). They are in the archive (`guard.recall`).
+ */
+export interface UserWordsDroppedEvent extends SessionEvent {
+  type: 'user-words-dropped';
+  /**
+   * Per message: its index in the host's `messages` (-1 for sentences kept under an earlier
+   * summary, whose message is no longer known), and how many of its sentences and characters.
+   */
+  messages: Array<{ index: number; sentences: number; chars: number }>;
+  sentences: number;
+  chars: number;
+  /** The footer's budget, in characters. */
+  budget: number;
+}
+
+/**
  * beforeModel received entries it cannot send (`null`, a non-object, a message without a known
  * role, content that cannot be measured such as a cyclic value): they were left out of the prompt.
  */
@@ -307,6 +326,7 @@ export type ContextGuardEvent =
   | OverflowEvent
   | FixedOverThresholdEvent
   | DigestLossEvent
+  | UserWordsDroppedEvent
   | InvalidMessagesEvent
   | OverflowRetryEvent
   | ArchiveDeferredEvent

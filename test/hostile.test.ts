@@ -448,7 +448,10 @@ describe('user text that looks like the guard’s markers is the user’s', () =
     expect(r.compaction).toBeDefined();
     const texts = r.messages.map((m) => userText(m)).join('\n');
     expect(texts).toContain('[Context Summary] please: write one for the release notes');
-    expect(texts).not.toContain('U29 fact-29');
+    // The previous request is summarized, not sent as a request (its sentences are in the footer
+    // of the user's words, inside the summary).
+    const outside = r.messages.filter((m) => !userText(m).startsWith('[Context Summary]\nThe earlier part'));
+    expect(outside.map((m) => userText(m)).join('\n')).not.toContain('U29 fact-29');
     expectInvariants(messages, r);
   });
 });

@@ -1,145 +1,115 @@
-// What the user told the agent to do or not to do is what a summary must never lose, and what a
-// weak summarizer (or the mechanical digest, which keeps the first 200 characters of a message)
-// loses first when the instruction comes after a pasted log. So the guard itself keeps the user's
-// instruction sentences, verbatim, in a footer under every summary it writes, whoever wrote the
-// summary: sentences of the summarized user messages that carry a directive word (never, always,
-// must, don't, avoid, ...), outside code blocks and code-like lines. Bounded: the newest are kept.
+// What the user wrote is what a summary must never lose, and what a weak summarizer (or the
+// mechanical digest, which keeps the first characters of a message) loses first when the user's
+// rules come after a pasted log. So the guard itself keeps every sentence the user wrote (prose.ts:
+// prose, not pasted code, logs or data), verbatim, in a footer under every summary it writes,
+// whoever wrote the summary and whatever became of the summarizer. Within a budget: the newest
+// sentences are kept, each whole or not at all; those that do not fit are reported (per message)
+// so that the host can tell, and they stay in the archive.
 import type { GuardMessage } from '../messages.ts';
+import { proseSentences } from './prose.ts';
 import { userContentText } from './text.ts';
 
+const FOOTER_OPEN =
+  '[What the user wrote, verbatim (their own sentences; pasted code, logs and data left out), from the messages summarized so far:]';
+/** The header of earlier versions, still read back from a summary a host kept. */
+const OLD_FOOTER_OPEN = "[The user's instructions, verbatim, from the messages summarized so far:]";
+
 /**
- * Words that mark a rule (`do not` as two words): a message's rules go before its other instructions.
- * Only strong words make a sentence an instruction: `should`, `only` or `please` are as common in
- * plain prose as in instructions, and a footer full of prose would push the real instructions out.
+ * The sentences the user wrote in one message (prose, not pasted code, logs or data), each once,
+ * in order; `redact` runs on the message's whole text first (a secret assignment on a line of its
+ * own is recognized there). Nothing for a message that is not the user's.
  */
-const RULES = new Set([
-  'never',
-  'always',
-  'must',
-  "mustn't",
-  'mustn’t',
-  "don't",
-  'don’t',
-  'dont',
-  'forbidden',
-  'avoid',
-]);
-
-/** Words (and pairs of words) that make a sentence an instruction that is not a rule. */
-const INSTRUCTIONS = new Set(['ensure', 'keep', 'remember', 'important', 'required', 'cannot', "can't", 'can’t']);
-const PAIRS = [
-  ['make', 'sure'],
-  ['no', 'longer'],
-  ['from', 'now'],
-];
-
-/** Longest note kept whole: an instruction is a sentence, not a paragraph. */
-const MAX_NOTE_CHARS = 300;
-/** At most this many notes are taken from one message (a pasted style guide is not a list of instructions). */
-const MAX_NOTES_PER_MESSAGE = 6;
-
-const FOOTER_OPEN = "[The user's instructions, verbatim, from the messages summarized so far:]";
-
-/** 0: not an instruction; 1: an instruction; 2: a rule (never, always, must, do not...). */
-function strength(sentence: string): number {
-  const words = sentence.toLowerCase().split(/[^\p{L}'’]+/u);
-  let found = 0;
-  for (let i = 0; i < words.length; i++) {
-    const w = words[i] as string;
-    if (RULES.has(w) || (w === 'do' && words[i + 1] === 'not')) return 2;
-    if (INSTRUCTIONS.has(w)) found = 1;
-    for (const [a, b] of PAIRS) if (w === a && words[i + 1] === b) found = 1;
-  }
-  return found;
-}
-
-/** A line that reads as code or a log, not as something the user wrote to the agent. */
-function looksLikeCode(line: string): boolean {
-  const t = line.trim();
-  return (
-    /^( {4}|\t)/.test(line) ||
-    /[{};]$/.test(t) ||
-    /^(import|export|const|let|var|function|return|class|def|if|for|while|at|#include)\b/.test(t) ||
-    /^[\w.]+(Error|Exception)\b/.test(t) ||
-    /^\[?\d{4}-\d\d-\d\d/.test(t)
-  );
-}
-
-/** The instruction sentences of one user message, each once, in order; rules first when there are too many. */
-export function instructionsOf(message: GuardMessage): string[] {
-  if (message.role !== 'user') return [];
-  const text = userContentText(message.content);
-  const found: Array<{ note: string; strength: number; order: number }> = [];
+export function instructionsOf(message: GuardMessage, redact: (text: string) => string = (t) => t): string[] {
+  if (message?.role !== 'user') return [];
   const seen = new Set<string>();
-  let fenced = false;
-  for (const line of text.split('\n')) {
-    if (line.trimStart().startsWith('```')) {
-      fenced = !fenced;
-      continue;
-    }
-    if (fenced || looksLikeCode(line)) continue;
-    for (const raw of line.split(/(?<=[.!?])\s+/)) {
-      const sentence = raw.trim();
-      if (sentence.length < 8) continue;
-      const s = strength(sentence);
-      const key = sentence.toLowerCase();
-      if (s === 0 || seen.has(key)) continue;
-      seen.add(key);
-      const note = sentence.length > MAX_NOTE_CHARS ? `${sentence.slice(0, MAX_NOTE_CHARS)}…` : sentence;
-      found.push({ note, strength: s, order: found.length });
-    }
+  const out: string[] = [];
+  for (const sentence of proseSentences(redact(userContentText(message.content)))) {
+    const key = sentence.toLowerCase();
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push(sentence);
   }
-  return found
-    .sort((a, b) => b.strength - a.strength || a.order - b.order)
-    .slice(0, MAX_NOTES_PER_MESSAGE)
-    .sort((a, b) => a.order - b.order)
-    .map((f) => f.note);
+  return out;
 }
 
 /**
- * The notes so far with those of `messages` added: each once, the newest kept within `maxChars`
- * (the oldest dropped first; they stay in the archive).
+ * Room for the user's words under a summary, in characters: a quarter of the summary's budget, and
+ * at least a twentieth of the window (a small window's summary budget would hold one or two).
+ */
+export function wordsBudget(maxSummaryTokens: number, contextWindow: number, tokensPerChar: number): number {
+  return Math.floor(Math.max(0.25 * maxSummaryTokens, 0.05 * contextWindow) / tokensPerChar);
+}
+
+/** Sentences of one message that did not fit the footer. `index`: the message in the host's history, -1 for sentences kept under an earlier summary. */
+export interface LostWords {
+  index: number;
+  sentences: number;
+  chars: number;
+}
+
+export interface CollectedWords {
+  /** The footer's notes, oldest first. */
+  notes: string[];
+  /** What did not fit, per message, oldest first. */
+  lost: LostWords[];
+}
+
+/**
+ * The notes so far with the sentences of `messages` added (each `{ message, index }`, `index` its
+ * place in the host's history): each once, the newest kept within `maxChars` of footer, each whole
+ * (the oldest left out first; they stay in the archive), and what was left out.
  */
 export function collectInstructions(
   previous: readonly string[] | undefined,
-  messages: readonly GuardMessage[],
+  messages: ReadonlyArray<{ message: GuardMessage; index: number }>,
   maxChars: number,
   redact: (text: string) => string,
-): string[] {
-  const all = [...(previous ?? []), ...messages.flatMap(instructionsOf).map(redact)];
+): CollectedWords {
+  const all: Array<{ note: string; index: number }> = (previous ?? []).map((note) => ({ note, index: -1 }));
+  for (const { message, index } of messages)
+    for (const note of instructionsOf(message, redact)) all.push({ note, index });
   const seen = new Set<string>();
-  const unique: string[] = [];
+  const kept: string[] = [];
+  const lost = new Map<number, LostWords>();
+  let used = FOOTER_OPEN.length;
+  let full = false;
   for (let i = all.length - 1; i >= 0; i--) {
-    const note = all[i] as string;
+    const { note, index } = all[i] as { note: string; index: number };
     const key = note.toLowerCase();
     if (seen.has(key)) continue;
     seen.add(key);
-    unique.push(note);
+    // Once one does not fit, no older one is kept either: the footer never skips back in time.
+    if (!full && used + note.length + 3 <= maxChars) {
+      used += note.length + 3;
+      kept.push(note);
+      continue;
+    }
+    full = true;
+    const entry = lost.get(index) ?? { index, sentences: 0, chars: 0 };
+    entry.sentences++;
+    entry.chars += note.length;
+    lost.set(index, entry);
   }
-  const kept: string[] = [];
-  let used = FOOTER_OPEN.length;
-  for (const note of unique) {
-    if (used + note.length + 3 > maxChars) break;
-    used += note.length + 3;
-    kept.push(note);
-  }
-  return kept.reverse();
+  return { notes: kept.reverse(), lost: [...lost.values()].sort((a, b) => a.index - b.index) };
 }
 
 /**
- * `summary` without an instructions footer at its end, and the notes of that footer (undefined when
- * it has none): a host that keeps the compacted history itself hands the guard its summary back.
+ * `summary` without the footer of the user's words at its end, and the notes of that footer
+ * (undefined when it has none): a host that keeps the compacted history hands the guard its summary back.
  */
 export function splitInstructionsFooter(summary: string): { body: string; notes: string[] | undefined } {
   const end = summary.trimEnd();
-  const start = end.lastIndexOf(`${FOOTER_OPEN}\n`);
-  if (start < 0) return { body: summary, notes: undefined };
-  const lines = end.slice(start + FOOTER_OPEN.length + 1).split('\n');
-  if (!lines.every((l) => l.startsWith('- '))) return { body: summary, notes: undefined };
-  return { body: end.slice(0, start).trimEnd(), notes: lines.map((l) => l.slice(2)) };
+  for (const open of [FOOTER_OPEN, OLD_FOOTER_OPEN]) {
+    const start = end.lastIndexOf(`${open}\n`);
+    if (start < 0) continue;
+    const lines = end.slice(start + open.length + 1).split('\n');
+    if (!lines.every((l) => l.startsWith('- '))) continue;
+    return { body: end.slice(0, start).trimEnd(), notes: lines.map((l) => l.slice(2)) };
+  }
+  return { body: summary, notes: undefined };
 }
 
-/** The footer under a summary; empty when there are no notes. */
+/** The footer under a summary; empty when there are no notes. Each note on one line (a sentence never holds a line break). */
 export function renderInstructions(notes: readonly string[]): string {
   return notes.length === 0 ? '' : `${FOOTER_OPEN}\n${notes.map((n) => `- ${n}`).join('\n')}`;
 }

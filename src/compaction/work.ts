@@ -2,6 +2,7 @@
 // helpers every step shares. Each step (steps/*.ts) edits the memo (what to do to the host's
 // history) and re-renders the prompt from it, so what this call sends is exactly what later calls
 // will re-apply.
+import type { LostWords } from './instructions.ts';
 import type { ArchiveBatch } from '../archive/types.ts';
 import type { CompactionSettings } from '../config.ts';
 import type { GuardMessage } from '../messages.ts';
@@ -67,6 +68,8 @@ export interface PipelineInput {
   onStart: () => void;
   /** Called when a mechanical digest could not keep the start of every message it stands for. */
   onDigestLoss: (lostMessages: number, lostUserMessages: number) => void;
+  /** Called when sentences the user wrote did not fit the footer under the summary (`budget` characters), or left the prompt. */
+  onUserWordsLost: (lost: readonly LostWords[], budget: number) => void;
 }
 
 export interface PipelineOutput {

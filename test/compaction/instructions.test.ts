@@ -1,14 +1,15 @@
-// The user's instructions, verbatim, under every summary: picked from the user's own prose (not
-// pasted code or logs), each once, the newest within the budget, whoever writes the summary.
+// The user's words, verbatim, under every summary: the sentences of the user's own prose (not pasted
+// code or logs), each once, the newest within the budget, whoever writes the summary.
 import { describe, expect, it } from 'vitest';
 import { collectInstructions, instructionsOf, renderInstructions } from '../../src/compaction/instructions.ts';
 import { createContextGuard, type GuardMessage } from '../../src/index.ts';
 import { assistant, system, toolStep, user } from '../helpers.ts';
 
 const identity = (t: string) => t;
+const at = (messages: GuardMessage[]) => messages.map((message, index) => ({ message, index }));
 
 describe('instructionsOf', () => {
-  it('takes directive sentences from the prose, after a pasted log and outside code', () => {
+  it('takes the sentences of the prose, after a pasted log and outside code', () => {
     const pasted = [
       'Here is the failing build:',
       '```',
@@ -21,12 +22,18 @@ describe('instructionsOf', () => {
       'Thanks!',
     ].join('\n');
     expect(instructionsOf(user(pasted))).toEqual([
+      'Here is the failing build:',
+      'Fix it.',
       'Never modify files under vendor-7731/.',
       'Always use tabs; do not reformat other files.',
+      'Thanks!',
     ]);
     expect(instructionsOf(assistant('You must never do that.'))).toEqual([]);
-    // Plain prose is not an instruction, even with `should` or `only` in it.
-    expect(instructionsOf(user('We should check the scheduler. That path is only hit late.'))).toEqual([]);
+    // Plain prose is the user's words too: no keyword decides.
+    expect(instructionsOf(user('We should check the scheduler. That path is only hit late.'))).toEqual([
+      'We should check the scheduler.',
+      'That path is only hit late.',
+    ]);
   });
 
   it('keeps each once, the newest within the budget, through redaction', () => {
@@ -36,14 +43,17 @@ describe('instructionsOf', () => {
       user('always run the linter.'),
       user('Never print the token sk-proj-abcdefghijklmnopqrstuvwxyz0123456789.'),
     ];
-    const notes = collectInstructions(['Avoid global state.'], messages, 10_000, (t) => t.replace(/sk-\S+/, '[key]'));
+    const { notes } = collectInstructions(['Avoid global state.'], at(messages), 10_000, (t) =>
+      t.replace(/sk-\S+/, '[key]'),
+    );
     expect(notes).toEqual([
       'Avoid global state.',
       'Keep the API stable, please.',
       'always run the linter.',
       'Never print the token [key]',
     ]);
-    const small = collectInstructions(['Avoid global state.'], messages, 160, identity);
+    const header = renderInstructions(['x']).length - '\n- x'.length;
+    const small = collectInstructions(['Avoid global state.'], at(messages), header + 130, identity).notes;
     expect(small.at(-1)).toBe('Never print the token sk-proj-abcdefghijklmnopqrstuvwxyz0123456789.');
     expect(small).not.toContain('Avoid global state.');
     expect(renderInstructions([])).toBe('');
@@ -63,11 +73,15 @@ describe('the instructions footer', () => {
         messages.push(...toolStep(`c${i}`, { i }, 'x'.repeat(2_000)), assistant(`step ${i} done`), user(`next ${i}`));
       }
       const r = await guard.beforeModel({ sessionId: 's', messages });
-      expect(r.compaction?.summary).toContain("[The user's instructions, verbatim");
+      expect(r.compaction?.summary).toContain('[What the user wrote, verbatim');
       expect(r.compaction?.summary).toContain('- Never touch the billing tables in ledger-9921.');
       const later = await guard.beforeModel({
         sessionId: 's',
-        messages: [...messages, ...Array.from({ length: 20 }, (_, i) => user(`more ${i} ${'y'.repeat(800)}`))],
+        messages: [
+          ...messages,
+          ...Array.from({ length: 20 }, (_, i) => assistant(`more ${i} ${'y'.repeat(800)}`)),
+          user('Go on.'),
+        ],
       });
       // A later compaction builds on the earlier notes.
       expect(later.compaction?.summary ?? JSON.stringify(later.messages)).toContain(

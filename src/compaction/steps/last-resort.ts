@@ -5,6 +5,7 @@
 // request's own images and files, oldest first; its text, only when it alone exceeds what is left
 // of the window (it is the one message the model must see whole).
 import type { GuardMessage } from '../../messages.ts';
+import { collectInstructions, type LostWords, wordsBudget } from '../instructions.ts';
 import { mechanicalDigest } from '../mechanical.ts';
 import { redactedMessages } from '../summarize.ts';
 import { MIN_KEPT_CHARS, type Work } from '../work.ts';
@@ -41,12 +42,38 @@ function smallestPrompt(w: Work, keepLatest: boolean): void {
     if (m?.role === 'system' && i < end) systems.push(i);
   });
   const leaving: GuardMessage[] = [];
+  const indices: number[] = [];
   cur.view.messages.forEach((m, i) => {
     const o = cur.view.origin[i] ?? -1;
     // The host's own words, not the placeholders and cuts of this compaction.
-    if (o >= 0 && o < end && o !== request && m.role !== 'system') leaving.push(p.input[o] as GuardMessage);
+    if (o >= 0 && o < end && o !== request && m.role !== 'system') {
+      leaving.push(p.input[o] as GuardMessage);
+      indices.push(o);
+    }
   });
   let text = memo.summary?.text ?? '';
+  // The user's words of the messages leaving join those kept so far: the summary that is not sent
+  // now carries them to the next one. None is in this prompt: reported.
+  const budget = wordsBudget(p.settings.maxSummaryTokens, p.contextWindow, p.tokensPerChar);
+  const words = collectInstructions(
+    memo.summary?.instructions,
+    leaving.map((message, k) => ({ message, index: indices[k] as number })),
+    budget,
+    p.redact,
+  );
+  const notSent = new Map<number, LostWords>();
+  for (const l of words.lost) notSent.set(l.index, { ...l });
+  if (words.notes.length > 0) {
+    const kept = notSent.get(-1) ?? { index: -1, sentences: 0, chars: 0 };
+    kept.sentences += words.notes.length;
+    kept.chars += words.notes.reduce((n, s) => n + s.length, 0);
+    notSent.set(-1, kept);
+  }
+  if (notSent.size > 0)
+    p.onUserWordsLost(
+      [...notSent.values()].sort((a, b) => a.index - b.index),
+      budget,
+    );
   if (leaving.length > 0) {
     const maxChars = Math.floor(p.settings.maxSummaryTokens / p.tokensPerChar);
     // Redacted before the digest flattens and cuts them, as the summarizer's transcript is; the
@@ -66,7 +93,7 @@ function smallestPrompt(w: Work, keepLatest: boolean): void {
     messages: [],
     text,
     ...(memo.summary?.fileOps ? { fileOps: memo.summary.fileOps } : {}),
-    ...(memo.summary?.instructions ? { instructions: memo.summary.instructions } : {}),
+    ...(words.notes.length > 0 ? { instructions: words.notes } : {}),
   };
 }
 

@@ -22,7 +22,7 @@ import {
 } from '../placement.ts';
 import { leadingSystemCount, unitsOf, type Unit } from '../structure.ts';
 import { clipArchiveBatches } from '../clip-archive.ts';
-import { collectInstructions, renderInstructions, splitInstructionsFooter } from '../instructions.ts';
+import { collectInstructions, renderInstructions, splitInstructionsFooter, wordsBudget } from '../instructions.ts';
 import type { CompactionStep } from '../types.ts';
 import type { Work } from '../work.ts';
 
@@ -92,8 +92,10 @@ interface Gathered {
   context: Set<GuardMessage>;
   previousSummary: string | undefined;
   previousFileOps: FileOps | undefined;
-  /** The user's instructions kept under the previous summary. */
+  /** The user's words kept under the previous summary. */
   previousInstructions: string[] | undefined;
+  /** Where each message of `toSummarize` is in the host's history (the footer's losses name it). */
+  indexOf: Map<GuardMessage, number>;
 }
 
 /** What the summary stands for, and what stays verbatim before it. */
@@ -121,6 +123,7 @@ function gather(w: Work, from: number, cut: number): Gathered {
     previousSummary: memo.summary?.text,
     previousFileOps: memo.summary?.fileOps,
     previousInstructions: memo.summary?.instructions,
+    indexOf: new Map(),
   };
   // The summarizer reads the messages as the host wrote them, not the placeholders and truncations
   // of earlier prunes (its transcript clips each tool result on its own): what was pruned to save
@@ -132,8 +135,10 @@ function gather(w: Work, from: number, cut: number): Gathered {
   // A request an earlier summary sent after itself is an old message once a newer one came: it is
   // summarized with the rest (first: it came before them).
   const earlierRequest = memo.summary?.request;
-  if (earlierRequest !== undefined && earlierRequest !== request && p.input[earlierRequest])
+  if (earlierRequest !== undefined && earlierRequest !== request && p.input[earlierRequest]) {
     g.toSummarize.push(p.input[earlierRequest] as GuardMessage);
+    g.indexOf.set(p.input[earlierRequest] as GuardMessage, earlierRequest);
+  }
   for (let i = from; i < cut; i++) {
     const m = messages[i] as GuardMessage;
     const o = origin[i] ?? -1;
@@ -175,6 +180,7 @@ function gather(w: Work, from: number, cut: number): Gathered {
     if (carried(o) && !isOwnMessage(m, own))
       candidates.push({ o, tokens: w.messageTokens(i), message: unedited[i] ?? m, at: g.toSummarize.length });
     g.toSummarize.push(unedited[i] ?? m);
+    g.indexOf.set(unedited[i] ?? m, o);
     g.summarizedTokens += w.messageTokens(i);
   }
   carryUserMessages(g, candidates, s.keepUserMessagesTokens);
@@ -206,16 +212,12 @@ function carryUserMessages(g: Gathered, candidates: Candidate[], budget: number)
   const skip = new Set([...kept].filter((c) => c.at >= 0).map((c) => c.at));
   const dropped = candidates.filter((c) => c.at < 0 && !kept.has(c));
   for (const c of kept) if (c.at >= 0) g.summarizedTokens -= c.tokens;
-  for (const c of dropped) g.summarizedTokens += c.tokens;
+  for (const c of dropped) {
+    g.summarizedTokens += c.tokens;
+    g.indexOf.set(c.message, c.o);
+  }
   g.toSummarize = [...dropped.map((c) => c.message), ...g.toSummarize.filter((_, k) => !skip.has(k))];
 }
-
-/**
- * Room for the user's instructions under a summary: a quarter of the summary's budget, and at least
- * a twentieth of the window (a small window's summary budget would hold one or two).
- */
-const INSTRUCTIONS_SHARE = 0.25;
-const INSTRUCTIONS_WINDOW_SHARE = 0.05;
 
 const ARCHIVE_FOOTER_RE =
   /\n*\[Archived: the [\d,]+ messages? this summary replaced are in archive batch "[^"\n]*", earlier ones in earlier batches\. The recall tool finds them by query or by that label\.\]\s*$/;
@@ -239,16 +241,20 @@ async function writeSummary(w: Work, cut: number, g: Gathered): Promise<Compacti
   // up to the threshold.
   const rest = w.cur.tokens - g.summarizedTokens;
   const clip = s.clipArchive ? clipArchiveBatches(w, g.previousSummary) : undefined;
-  // The user's instructions, verbatim, whoever writes the summary (the request stays in the prompt).
+  // The user's words, verbatim, whoever writes the summary (the request stays in the prompt);
+  // what does not fit is reported by message.
   const latest = request >= 0 ? p.input[request] : undefined;
-  const instructions = collectInstructions(
+  const budget = wordsBudget(s.maxSummaryTokens, p.contextWindow, p.tokensPerChar);
+  const words = collectInstructions(
     g.previousInstructions,
-    g.toSummarize.filter((m) => m !== latest),
-    Math.floor(
-      Math.max(INSTRUCTIONS_SHARE * s.maxSummaryTokens, INSTRUCTIONS_WINDOW_SHARE * p.contextWindow) / p.tokensPerChar,
-    ),
+    g.toSummarize
+      .filter((m) => m !== latest && !g.context.has(m))
+      .map((message) => ({ message, index: g.indexOf.get(message) ?? -1 })),
+    budget,
     p.redact,
   );
+  const instructions = words.notes;
+  if (words.lost.length > 0) p.onUserWordsLost(words.lost, budget);
   const instructionsFooter = renderInstructions(instructions);
   const extracted = s.fileOps ? extractFileOps(g.toSummarize, s.fileOps, g.previousFileOps) : undefined;
   // Paths are the conversation's words too: a clone URL may carry credentials.

@@ -135,6 +135,7 @@ export function pipelineInput(messages: GuardMessage[], overrides: Partial<Pipel
     onDigestLoss: (lost, lostUser) => {
       digestLosses.push([lost, lostUser]);
     },
+    onUserWordsLost: () => {},
     ...overrides,
   };
   return { input, starts: () => starts, digestLosses };
