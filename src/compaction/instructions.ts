@@ -56,8 +56,9 @@ export interface CollectedWords {
 
 /**
  * The notes so far with the sentences of `messages` added (each `{ message, index }`, `index` its
- * place in the host's history): each once, the newest kept within `maxChars` of footer, each whole
- * (the oldest left out first; they stay in the archive), and what was left out.
+ * place in the host's history): each once, kept whole, newest first while they fit `maxChars` of
+ * footer (one that does not fit is left out and older, shorter ones may still fit; what is left out
+ * stays in the archive), and what was left out.
  */
 export function collectInstructions(
   previous: readonly string[] | undefined,
@@ -72,19 +73,17 @@ export function collectInstructions(
   const kept: string[] = [];
   const lost = new Map<number, LostWords>();
   let used = FOOTER_OPEN.length;
-  let full = false;
   for (let i = all.length - 1; i >= 0; i--) {
     const { note, index } = all[i] as { note: string; index: number };
     const key = note.toLowerCase();
     if (seen.has(key)) continue;
     seen.add(key);
-    // Once one does not fit, no older one is kept either: the footer never skips back in time.
-    if (!full && used + note.length + 3 <= maxChars) {
+    // A sentence too long for what is left gives way, and older, shorter ones may still fit.
+    if (used + note.length + 3 <= maxChars) {
       used += note.length + 3;
       kept.push(note);
       continue;
     }
-    full = true;
     const entry = lost.get(index) ?? { index, sentences: 0, chars: 0 };
     entry.sentences++;
     entry.chars += note.length;
