@@ -6,7 +6,7 @@
 // sentences are kept, each whole or not at all; those that do not fit are reported (per message)
 // so that the host can tell, and they stay in the archive.
 import type { GuardMessage } from '../messages.ts';
-import { proseSentences } from './prose.ts';
+import { proseParagraphs } from './prose.ts';
 import { userContentText } from './text.ts';
 
 const FOOTER_OPEN =
@@ -14,22 +14,42 @@ const FOOTER_OPEN =
 /** The header of earlier versions, still read back from a summary a host kept. */
 const OLD_FOOTER_OPEN = "[The user's instructions, verbatim, from the messages summarized so far:]";
 
+/** A paragraph this short (a rule, a request, a reply) is what a footer keeps before long prose. */
+const SHORT_PARAGRAPH_SENTENCES = 2;
+const SHORT_PARAGRAPH_CHARS = 400;
+
+interface Sentence {
+  note: string;
+  /** In a short paragraph of its own (a rule, a request, a reply), not in a long stretch of prose. */
+  short: boolean;
+}
+
+/** The sentences of one user message, each once, in order; nothing for a message that is not the user's. */
+function sentencesOf(message: GuardMessage, redact: (text: string) => string): Sentence[] {
+  if (message?.role !== 'user') return [];
+  const seen = new Set<string>();
+  const out: Sentence[] = [];
+  for (const paragraph of proseParagraphs(redact(userContentText(message.content)))) {
+    const short =
+      paragraph.length <= SHORT_PARAGRAPH_SENTENCES &&
+      paragraph.reduce((n, s) => n + s.length, 0) <= SHORT_PARAGRAPH_CHARS;
+    for (const note of paragraph) {
+      const key = note.toLowerCase();
+      if (seen.has(key)) continue;
+      seen.add(key);
+      out.push({ note, short });
+    }
+  }
+  return out;
+}
+
 /**
  * The sentences the user wrote in one message (prose, not pasted code, logs or data), each once,
  * in order; `redact` runs on the message's whole text first (a secret assignment on a line of its
  * own is recognized there). Nothing for a message that is not the user's.
  */
 export function instructionsOf(message: GuardMessage, redact: (text: string) => string = (t) => t): string[] {
-  if (message?.role !== 'user') return [];
-  const seen = new Set<string>();
-  const out: string[] = [];
-  for (const sentence of proseSentences(redact(userContentText(message.content)))) {
-    const key = sentence.toLowerCase();
-    if (seen.has(key)) continue;
-    seen.add(key);
-    out.push(sentence);
-  }
-  return out;
+  return sentencesOf(message, redact).map((s) => s.note);
 }
 
 /**
@@ -56,9 +76,11 @@ export interface CollectedWords {
 
 /**
  * The notes so far with the sentences of `messages` added (each `{ message, index }`, `index` its
- * place in the host's history): each once, kept whole, newest first while they fit `maxChars` of
- * footer (one that does not fit is left out and older, shorter ones may still fit; what is left out
- * stays in the archive), and what was left out.
+ * place in the host's history): each once, kept whole within `maxChars` of footer, and what was left
+ * out (it stays in the archive). What goes in first: the new sentences of short paragraphs (a rule,
+ * a request, a reply), newest first; then the notes kept so far, newest first; then the new
+ * sentences of long stretches of prose, newest first. A sentence too long for what is left gives
+ * way, and shorter ones may still fit. The footer lists what it keeps in the order it was written.
  */
 export function collectInstructions(
   previous: readonly string[] | undefined,
@@ -66,30 +88,41 @@ export function collectInstructions(
   maxChars: number,
   redact: (text: string) => string,
 ): CollectedWords {
-  const all: Array<{ note: string; index: number }> = (previous ?? []).map((note) => ({ note, index: -1 }));
+  type Candidate = { note: string; index: number; tier: number; keep: boolean };
+  const all: Candidate[] = (previous ?? []).map((note) => ({ note, index: -1, tier: 1, keep: false }));
   for (const { message, index } of messages)
-    for (const note of instructionsOf(message, redact)) all.push({ note, index });
+    for (const { note, short } of sentencesOf(message, redact))
+      all.push({ note, index, tier: short ? 0 : 2, keep: false });
+  // Each once: its newest occurrence stands for it.
   const seen = new Set<string>();
-  const kept: string[] = [];
-  const lost = new Map<number, LostWords>();
-  let used = FOOTER_OPEN.length;
+  const unique: Candidate[] = [];
   for (let i = all.length - 1; i >= 0; i--) {
-    const { note, index } = all[i] as { note: string; index: number };
-    const key = note.toLowerCase();
+    const c = all[i] as Candidate;
+    const key = c.note.toLowerCase();
     if (seen.has(key)) continue;
     seen.add(key);
-    // A sentence too long for what is left gives way, and older, shorter ones may still fit.
-    if (used + note.length + 3 <= maxChars) {
-      used += note.length + 3;
-      kept.push(note);
+    unique.push(c);
+  }
+  // `unique` is newest first; a stable sort by tier keeps that order within each tier.
+  const byPriority = [...unique].sort((a, b) => a.tier - b.tier);
+  let used = FOOTER_OPEN.length;
+  const lost = new Map<number, LostWords>();
+  for (const c of byPriority) {
+    if (used + c.note.length + 3 <= maxChars) {
+      used += c.note.length + 3;
+      c.keep = true;
       continue;
     }
-    const entry = lost.get(index) ?? { index, sentences: 0, chars: 0 };
+    const entry = lost.get(c.index) ?? { index: c.index, sentences: 0, chars: 0 };
     entry.sentences++;
-    entry.chars += note.length;
-    lost.set(index, entry);
+    entry.chars += c.note.length;
+    lost.set(c.index, entry);
   }
-  return { notes: kept.reverse(), lost: [...lost.values()].sort((a, b) => a.index - b.index) };
+  const notes = unique
+    .filter((c) => c.keep)
+    .reverse()
+    .map((c) => c.note);
+  return { notes, lost: [...lost.values()].sort((a, b) => a.index - b.index) };
 }
 
 /**

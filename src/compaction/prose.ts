@@ -177,6 +177,14 @@ function sentencesOf(line: string, out: string[]): void {
  * traces, diffs, JSON and data left out. Linear in the length of the text.
  */
 export function proseSentences(text: string): string[] {
+  return proseParagraphs(text).flat();
+}
+
+/**
+ * {@link proseSentences} by paragraph (lines between blank lines): the prose sentences of each
+ * paragraph that has any, in order.
+ */
+export function proseParagraphs(text: string): string[][] {
   const lines = text.split(/\r?\n/);
   const kinds: Kind[] = new Array(lines.length);
   let fenced = false;
@@ -206,7 +214,15 @@ export function proseSentences(text: string): string[] {
     if (k === 'unsure') kinds[i] = before[i] === 'code' && next === 'code' ? 'code' : 'prose';
     if (k === 'prose' || k === 'code') next = k;
   }
-  const out: string[] = [];
-  for (let i = 0; i < lines.length; i++) if (kinds[i] === 'prose') sentencesOf(lines[i] as string, out);
-  return out;
+  const paragraphs: string[][] = [];
+  let current: string[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    if (kinds[i] === 'blank' && current.length > 0) {
+      paragraphs.push(current);
+      current = [];
+    }
+    if (kinds[i] === 'prose') sentencesOf(lines[i] as string, current);
+  }
+  if (current.length > 0) paragraphs.push(current);
+  return paragraphs;
 }

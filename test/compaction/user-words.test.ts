@@ -275,6 +275,27 @@ const sentenceArb = fc.oneof(
   fc.constantFrom(...CJK),
 );
 
+describe('what the footer keeps first', () => {
+  it('a rule in a short paragraph before long stretches of prose, newer or not', () => {
+    const essay = (i: number) =>
+      Array.from(
+        { length: 8 },
+        (_, k) => `Paragraph ${i} sentence ${k} describes the billing flow in some detail.`,
+      ).join(' ');
+    const messages = [
+      { message: user(`Context first.\n\n${essay(0)}\n\nNever touch the ledger tables.`), index: 1 },
+      { message: user(essay(1)), index: 3 },
+      { message: user(essay(2)), index: 5 },
+    ];
+    const header = renderInstructions(['x']).length - '\n- x'.length;
+    const { notes, lost } = collectInstructions(['An earlier rule.'], messages, header + 600, (t) => t);
+    // The short paragraphs first, then the earlier footer, then the newest prose while it fits.
+    expect(notes.slice(0, 3)).toEqual(['An earlier rule.', 'Context first.', 'Never touch the ledger tables.']);
+    expect(notes.slice(3).every((n) => n.startsWith('Paragraph 2'))).toBe(true);
+    expect(lost.map((l) => l.index)).toEqual([1, 3, 5]);
+  });
+});
+
 describe('property: prose and machine text mixed', () => {
   it('every prose sentence is kept verbatim, no line of machine text is', () => {
     fc.assert(
