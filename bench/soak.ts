@@ -177,7 +177,15 @@ import {
   digestStartOf,
   userTextsOf,
 } from './soak/checks.ts';
-import { lostRules, ORPHAN_MARK, orphanOutput, orphanVoiceProblems, plantedRules, ruleArb, withRule } from './soak/words.ts';
+import {
+  lostRules,
+  ORPHAN_MARK,
+  orphanOutput,
+  orphanVoiceProblems,
+  plantedRules,
+  ruleArb,
+  withRule,
+} from './soak/words.ts';
 import {
   adversarialArb,
   adversarialText,
@@ -2061,7 +2069,8 @@ async function runConversation(
     if (out.some((m) => JSON.stringify(serializable(m))?.includes(ORPHAN_MARK))) {
       bump(c.checks, 'outputs with orphan tool text checked');
       const voiced = orphanVoiceProblems(out);
-      if (voiced.length > 0) fail('orphan-voice', `a stray tool result's lines in ${voiced.slice(0, 3).join(', ')}`, sent);
+      if (voiced.length > 0)
+        fail('orphan-voice', `a stray tool result's lines in ${voiced.slice(0, 3).join(', ')}`, sent);
     }
     // The user's rules: each in the prompt verbatim, or its message named by a user-words-dropped event.
     {
@@ -2074,6 +2083,7 @@ async function runConversation(
         reported,
         reported.has(-1),
         overflow || r.overflow === true ? latest : -1,
+        new Set(events.flatMap((e) => (e.type === 'invalid-messages' ? e.indices : []))),
       );
       if (rules.checked > 0) bump(c.checks, 'planted rules checked', rules.checked);
       if (rules.reportedLost > 0) bump(c.checks, 'planted rules out of the prompt, reported', rules.reportedLost);

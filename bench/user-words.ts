@@ -17,7 +17,10 @@ const fill = (unit: string, size: number): string => unit.repeat(Math.ceil(size 
 
 const CASES: Array<[string, (size: number) => string]> = [
   ['prose, one long paragraph', (n) => fill('Keep the public API stable and tell me before you delete a file. ', n)],
-  ['prose, many lines in many languages', (n) => fill('Use pnpm, not npm.\nNe touche jamais à la base.\n请不要修改数据库。\n', n)],
+  [
+    'prose, many lines in many languages',
+    (n) => fill('Use pnpm, not npm.\nNe touche jamais à la base.\n请不要修改数据库。\n', n),
+  ],
   ['a pasted log', (n) => fill('2026-11-24 10:00:01 INFO step ok\n    at run (src/a.ts:1:2)\n{"a":1}\n', n)],
   ['one token of dots', (n) => `${fill('.', n)}x`],
   ['one token of closing punctuation', (n) => `a${fill(')]}"\'»', n)}b`],

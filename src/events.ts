@@ -237,8 +237,9 @@ export interface DigestLossEvent extends SessionEvent {
 export interface UserWordsDroppedEvent extends SessionEvent {
   type: 'user-words-dropped';
   /**
-   * Per message: its index in the host's `messages` (-1 for sentences kept under an earlier
-   * summary, whose message is no longer known), and how many of its sentences and characters.
+   * Per message: its index among the messages beforeModel kept (the host's `messages` without the
+   * entries an `invalid-messages` event named; -1 for sentences kept under an earlier summary, whose
+   * message is no longer known), and how many of its sentences and characters.
    */
   messages: Array<{ index: number; sentences: number; chars: number }>;
   sentences: number;

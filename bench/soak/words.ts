@@ -54,7 +54,12 @@ const PASTES: Record<RuleSpec['paste'], string[]> = {
     '    at Object.<anonymous> (src/index.ts:3:9)',
   ],
   json: ['{"level":"error","step":3,"msg":"compile failed","retry":false}', '  "key": "value",', '}'],
-  diff: ['diff --git a/src/m.ts b/src/m.ts', '@@ -1,3 +1,3 @@', '-  const value = config.value;', '+  const value = config?.value;'],
+  diff: [
+    'diff --git a/src/m.ts b/src/m.ts',
+    '@@ -1,3 +1,3 @@',
+    '-  const value = config.value;',
+    '+  const value = config?.value;',
+  ],
   shell: ['$ pnpm test --filter core', ' FAIL  test/m.test.ts > parses the config', 'npm ERR! code ELIFECYCLE'],
   code: ['if (config === undefined) {', '  return defaults;', '}'],
 };
@@ -104,7 +109,8 @@ export function orphanVoiceProblems(out: readonly unknown[]): string[] {
     let offset = 0;
     for (const line of lines) {
       if (line.includes(ORPHAN_MARK)) {
-        if (footer >= 0 && offset > footer && line.startsWith('- ')) problems.push(`the user's words under summary ${i}`);
+        if (footer >= 0 && offset > footer && line.startsWith('- '))
+          problems.push(`the user's words under summary ${i}`);
         else if (line.startsWith('- user:')) problems.push(`a user line of summary ${i}`);
       }
       offset += line.length + 1;
@@ -116,8 +122,9 @@ export function orphanVoiceProblems(out: readonly unknown[]): string[] {
 /**
  * Rules of the history (`sent`) that are neither in the prompt (`outJson`, the output as JSON) nor
  * reported: their message named by a `user-words-dropped` event (`reported`), or sentences of
- * earlier summaries reported (`unnamed`). `skip`: an index not to check (the latest request of a
- * call that had to cut it: checked by `latest-not-whole`).
+ * earlier summaries reported (`unnamed`). Events name a message by its index among the entries the
+ * guard kept (`dropped`: those it left out as invalid, by the history's index). `skip`: an index not
+ * to check (the latest request of a call that had to cut it: checked by `latest-not-whole`).
  */
 export function lostRules(
   sent: readonly unknown[],
@@ -125,16 +132,19 @@ export function lostRules(
   reported: ReadonlySet<number>,
   unnamed: boolean,
   skip: number,
+  dropped: ReadonlySet<number>,
 ): { checked: number; reportedLost: number; lost: string[] } {
   let checked = 0;
   let reportedLost = 0;
   const lost: string[] = [];
+  let kept = -1;
   sent.forEach((m, k) => {
+    if (!dropped.has(k)) kept++;
     const rule = m && typeof m === 'object' ? plantedRules.get(m) : undefined;
     if (rule === undefined || k === skip) return;
     checked++;
     if (outJson.includes(JSON.stringify(rule).slice(1, -1))) return;
-    if (reported.has(k) || unnamed) {
+    if (reported.has(kept) || unnamed) {
       reportedLost++;
       return;
     }
