@@ -101,8 +101,23 @@ function handleOn(nodes: ClusterNodeAddress[], own: boolean, stop: () => Promise
         try {
           const infos = await Promise.all(live().map((port) => command(port, 'CLUSTER', 'INFO')));
           // CLUSTER INFO is a bulk string: rawCommand answers all of it.
-          if (infos.every((info) => info.includes('cluster_state:ok') && info.includes('cluster_slots_ok:16384')))
-            return;
+          // Every slot served by a live master, in every live node's view (a killed master is still
+          // listed with its slots until the others have marked it failed and promoted its replica).
+          const views = await Promise.all(live().map((port) => command(port, 'CLUSTER', 'NODES')));
+          const servedByLive = views.every((view) =>
+            view
+              .split('\n')
+              .filter((line) => line.split(' ')[2]?.includes('master') && line.split(' ').length > 8)
+              .every((line) => {
+                const [, address, flags] = line.split(' ');
+                const port = Number(address?.split('@')[0]?.split(':')[1]);
+                return live().includes(port) && !flags?.includes('fail');
+              }),
+          );
+          const ok = infos.every(
+            (info) => info.includes('cluster_state:ok') && info.includes('cluster_slots_ok:16384'),
+          );
+          if (servedByLive && ok) return;
           last = infos.map((i) => i.split('\r\n')[0]).join(', ');
         } catch (error) {
           last = String(error);
