@@ -13,6 +13,11 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { createContextGuard, type GuardMessage } from '../src/index.ts';
 import { SECRET_SHAPE_LABELS } from '../src/compaction/redact.ts';
+import { GITLEAKS_RULES } from '../src/compaction/secret-rules.generated.ts';
+import { LOCAL_RULES } from '../src/compaction/secret-rules.ts';
+
+/** Every keyword of the scanner's rules. */
+const RULE_KEYWORDS = [...new Set([...LOCAL_RULES, ...GITLEAKS_RULES].flatMap((r) => r.keywords))];
 
 const MB = 1 << 20;
 
@@ -92,12 +97,40 @@ const ADVERSARIAL: readonly Case[] = [
   repeated('bearer-token', 'Bearer '),
   repeated('bearer-token', `Bearer ${'a'.repeat(15)} `),
   run('bearer-token', 'Bearer', ' ', 'x'),
+  // The scanner's rules (secret-rules.ts): every keyword of every rule at once, each rule's
+  // keyword repeated, keywords before runs of their token alphabet, near-misses.
+  {
+    label: 'secret-rules',
+    name: '(every keyword of every rule, spaced)*',
+    make: (size) => fill(`${RULE_KEYWORDS.join(' ')} `, size),
+  },
+  {
+    label: 'secret-rules',
+    name: '(every keyword of every rule, joined)*',
+    make: (size) => fill(RULE_KEYWORDS.join(''), size),
+  },
+  repeated('secret-rules', 'glpat-'),
+  repeated('secret-rules', 'glpat- '),
+  run('secret-rules', 'gsk_', 'a'),
+  repeated('secret-rules', `hf_${'a'.repeat(33)} `),
+  repeated('secret-rules', 'AccountKey='),
+  repeated('secret-rules', `SG.${'a'.repeat(65)} `),
+  repeated('secret-rules', 'xoxb-1'),
+  repeated('secret-header', 'x-api-key: '),
+  repeated('secret-header', 'x-api-key: !'),
+  repeated('secret-header', 'x-api-key:'),
+  run('secret-header', 'x-api-key: ', 'a'),
   repeated('url-credentials', 'https://a:'),
   repeated('url-credentials', 'redis://:'),
   repeated('url-credentials', 'https://u:p@'),
   repeated('url-credentials', `a://${'u'.repeat(255)}:${'p'.repeat(255)} `),
   repeated('url-credentials', 'a.'),
   repeated('secret-assignment', 'password='),
+  repeated('secret-assignment', 'DB_PASS='),
+  repeated('secret-assignment', 'BYPASS='),
+  repeated('secret-assignment', 'MNEMONIC='),
+  run('secret-assignment', 'MNEMONIC=', 'word '),
+  repeated('secret-assignment', '"key": "'),
   repeated('secret-assignment', 'DB_PASSWORD='),
   repeated('secret-assignment', 'password: '),
   repeated('secret-assignment', '"password": "'),

@@ -18,6 +18,7 @@
 //     reads a bounded stretch back and resumes after whatever it read forward.
 // bench/redaction.ts feeds each shape megabytes of its own worst case.
 import type { GuardMessage } from '../messages.ts';
+import { ruleSpans } from './secret-rules.ts';
 
 /** A stretch of text to replace. */
 interface Span {
@@ -149,6 +150,11 @@ function* privateKeys(text: string): Iterable<Span> {
 // from each `://` (a plain string search): the scheme is read back at most 32 characters, the
 // credentials forward at most 256 + 256.
 
+/**
+ * The mask of a URL's credentials has no colon: in `scheme://[REDACTED:x]@host` a URL parser, and a
+ * secret scanner, would read `[REDACTED` as a user and `x]` as a password.
+ */
+const URL_CREDENTIALS_MASK = '[REDACTED-url-credentials]';
 const USERINFO = /[^\s:/?#@"'<>`\\]{0,256}:[^\s/?#"'<>`\\]{1,256}@/y;
 const isSchemeChar = (c: string | undefined): boolean => c !== undefined && /[A-Za-z0-9+.-]/.test(c);
 
@@ -159,7 +165,7 @@ function* urlCredentials(text: string): Iterable<Span> {
     if (start === i || isSchemeChar(text[start - 1]) || !/[A-Za-z]/.test(text[start]!)) continue;
     USERINFO.lastIndex = i + 3;
     if (!USERINFO.test(text)) continue;
-    yield { start, end: USERINFO.lastIndex, mask: `${text.slice(start, i + 3)}${masked('url-credentials')}@` };
+    yield { start, end: USERINFO.lastIndex, mask: `${text.slice(start, i + 3)}${URL_CREDENTIALS_MASK}@` };
     i = USERINFO.lastIndex - 3;
   }
 }
@@ -171,7 +177,7 @@ function* urlCredentials(text: string): Iterable<Span> {
 // `password: string`, `const token = getToken()`, `password = user.password` are left alone.
 
 /** A word secrets are named by, ending a key (`DB_PASSWORD`, `apiKey`, `client_secret`): where a candidate key ends. */
-const SECRET_WORD = /(?:pass(?:word|wd|phrase)|pwd|secret|token|key|auth)(?![\w-])/gi;
+const SECRET_WORD = /(?:pass(?:word|wd|phrase)?|pwd|secret|token|key|key_base|auth|mnemonic|seed_phrase)(?![\w-])/gi;
 /** After a key: its closing quote (when it opened one), blanks and the separator. */
 const SEPARATOR = /([ \t]{0,16})(:=|=>|==|=|::|:)?/y;
 const MAX_KEY = 64;
@@ -225,6 +231,11 @@ function secretKind(key: string): string | undefined {
   const name = key.toLowerCase().replace(/[_-]/g, '');
   if (name.endsWith('secretaccesskey')) return 'aws-secret-key';
   if (/(?:password|passwd|passphrase|pwd)$/.test(name)) return 'password';
+  // `DB_PASS`, `SMTP_PASS`, `pass`; not `BYPASS` or `COMPASS`.
+  if (/(?:^|[_-])pass$/i.test(key)) return 'password';
+  if (name.endsWith('secretkeybase') || name.endsWith('mnemonic') || name.endsWith('seedphrase')) return 'secret';
+  // A bare `key` (`"key": "…"` in JSON) is a secret only when its value looks like one (see assignments).
+  if (name === 'key') return 'key';
   if (name.endsWith('apikey')) return 'api-key';
   if (/(?:secret|secretkey|privatekey|encryptionkey|signingkey|masterkey)$/.test(name)) return 'secret';
   if (name.endsWith('token') || name === 'auth') return 'token';
@@ -280,6 +291,8 @@ const TOKEN_LIKE = /^[\w.~+/=:-]{8,}$/;
 /** Characters that end an unquoted value (Unicode blanks included). */
 const VALUE_END = new Set(' \t\n\r\f\v\u00a0\u2028\u2029\ufeff"\'`,;&()[]{}<>|\\');
 const MAX_QUOTED_VALUE = 4096;
+/** A bare `key`'s value that is a secret: 16 or more characters of a token's alphabet (with letters and digits). */
+const KEY_LIKE = /^[\w.~+/=-]{16,}$/;
 
 /** Whether a line break (real, or an escaped `\n`) ends just before `i`. */
 function lineBreakBefore(text: string, i: number): boolean {
@@ -353,20 +366,63 @@ function isLiteral(text: string, a: Assignment, value: string, end: number): boo
   return a.separator === '=' || a.separator === ':=';
 }
 
+/**
+ * A seed phrase's value: quoted, as any value; unquoted, its words to the end of their line (at
+ * most 1,024 characters: an unquoted value is otherwise read to its first blank, and the rest of
+ * the phrase would stay).
+ */
+function readPhrase(text: string, from: number): { start: number; end: number; quoted: boolean; after: number } {
+  let i = from;
+  while (text[i] === ' ' || text[i] === '\t') i++;
+  if (text[i] === '"' || text[i] === "'" || (text[i] === '\\' && text[i + 1] === '"')) return readValue(text, from);
+  const end = phraseEnd(text, i);
+  return { start: i, end, quoted: false, after: Math.max(end, i + 1) };
+}
+
+/** End of the words from `from` to the end of their line, at most 1,024 characters on. */
+function phraseEnd(text: string, from: number): number {
+  const limit = Math.min(text.length, from + 1_024);
+  let end = from;
+  for (let i = from; i < limit; i++) {
+    const c = text[i];
+    if (c === '\n' || c === '\r' || c === '"' || c === "'" || c === '#' || (c === '\\' && text[i + 1] === 'n')) break;
+    if (c !== ' ' && c !== '\t') end = i + 1;
+  }
+  return end;
+}
+
 function* assignments(text: string): Iterable<Span> {
   SECRET_WORD.lastIndex = 0;
   while (SECRET_WORD.exec(text) !== null) {
     const a = assignmentAt(text, SECRET_WORD.lastIndex);
     const kind = a && secretKind(a.key);
     if (!a || !kind) continue;
-    const v = readValue(text, a.next);
+    const v = /(?:mnemonic|seed_?phrase)$/i.test(a.key) ? readPhrase(text, a.next) : readValue(text, a.next);
     // The value was read once: the search resumes after it whether or not it is a secret.
     SECRET_WORD.lastIndex = Math.max(a.next, v.after);
     const value = text.slice(v.start, v.end);
     if (value === '' || value.startsWith('[REDACTED:') || isReference(text, v.start, value)) continue;
     if (kind === 'token' && !TOKEN_LIKE.test(value)) continue;
+    // `"key": "user-settings"` names a key; `"key": "AbC123xYz789QwE456rTy0"` is one.
+    if (kind === 'key' && !(KEY_LIKE.test(value) && /\d/.test(value) && /[A-Za-z]/.test(value))) continue;
     if (!v.quoted && !isLiteral(text, a, value, v.end)) continue;
     yield { start: v.start, end: v.end, mask: masked(kind) };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP headers that carry a key (`-H "x-api-key: …"`, `X-Auth-Token: …`, `Ocp-Apim-Subscription-Key: …`)
+// wherever they are written: a curl command, a log line, a string. An attempt starts at a literal
+// name (the engine scans for it), only where a name starts (the lookbehind), and reads at most 512
+// characters of value.
+
+const SECRET_HEADER =
+  /(?<![\w-])((?:x-|ocp-apim-|x-goog-)?(?:api-?key|auth-token|access-token|subscription-key|functions-key))[ \t]{0,8}:[ \t]{0,8}([A-Za-z0-9._~+/=-]{8,512})/dgi;
+
+function* secretHeaders(text: string): Iterable<Span> {
+  for (const m of text.matchAll(SECRET_HEADER)) {
+    const [start, end] = m.indices?.[2] ?? [0, 0];
+    if (end > start && !text.startsWith('[REDACTED:', start)) yield { start, end, mask: masked('api-key') };
   }
 }
 
@@ -398,6 +454,9 @@ const SECRET_SHAPES: ReadonlyArray<readonly [label: string, find: Finder]> = [
       (m) => `${m[1]} ${masked('bearer-token')}`,
     ),
   ],
+  // The formats of gitleaks' rules and a few it lacks (secret-rules.ts), masked by rule id.
+  ['secret-rules', ruleSpans],
+  ['secret-header', secretHeaders],
   ['url-credentials', urlCredentials],
   ['secret-assignment', assignments],
 ];

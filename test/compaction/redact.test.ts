@@ -1,6 +1,8 @@
 // Redaction of secrets on their way to the summarizer and the store.
 import { describe, expect, it } from 'vitest';
 import { redactMessage } from '../../src/compaction/redact.ts';
+import { GITLEAKS_RULES } from '../../src/compaction/secret-rules.generated.ts';
+import { LOCAL_RULES } from '../../src/compaction/secret-rules.ts';
 import {
   ContextGuardConfigError,
   createContextGuard,
@@ -35,7 +37,7 @@ describe('redactSecrets', () => {
       expect(out).not.toContain(secret);
     }
     expect(out).toContain('Authorization: Bearer [REDACTED:bearer-token]');
-    expect(out).toContain('postgres://[REDACTED:url-credentials]@db.example.com/app');
+    expect(out).toContain('postgres://[REDACTED-url-credentials]@db.example.com/app');
     expect(out.startsWith('keys: ')).toBe(true);
     expect(out.endsWith(' end')).toBe(true);
   });
@@ -132,6 +134,8 @@ function expectSame(actual: string, expected: string): void {
 }
 
 const MB = 1 << 20;
+/** Every keyword of the scanner's rules. */
+const RULE_KEYWORDS = [...new Set([...LOCAL_RULES, ...GITLEAKS_RULES].flatMap((r) => r.keywords))];
 /** `unit` repeated to about 1 MB. */
 const mb = (unit: string): string => unit.repeat(Math.ceil(MB / unit.length));
 const times = (unit: string): number => Math.ceil(MB / unit.length);
@@ -178,7 +182,13 @@ describe('redactSecrets on a megabyte of each shape’s worst case', () => {
     ['aws-access-key: AKIA repeated', ...unchanged('AKIA')],
     ['aws-access-key: keys repeated', ...eachBecomes('AKIAIOSFODNN7EXAMPLE ', '[REDACTED:aws-access-key] ')],
     ['github-token: ghp_ repeated', ...unchanged('ghp_')],
-    ['github-token: a run with no boundary at its end', `ghp_${'a'.repeat(MB)}_`, `ghp_${'a'.repeat(MB)}_`],
+    // Not a token for the redaction's own shape (no boundary at its end); gitleaks' github-pat rule
+    // has no boundary and takes its first 40 characters.
+    [
+      'github-token: a run with no boundary at its end',
+      `ghp_${'a'.repeat(MB)}_`,
+      `[REDACTED:github-pat]${'a'.repeat(MB - 36)}_`,
+    ],
     ['slack-token: xoxb- repeated', mb('xoxb-'), '[REDACTED:slack-token]'],
     ['google-api-key: AIza repeated', ...unchanged('AIza')],
     ['stripe-key: sk_live_ repeated', ...unchanged('sk_live_')],
@@ -190,7 +200,7 @@ describe('redactSecrets on a megabyte of each shape’s worst case', () => {
     ],
     ['url-credentials: https://a: repeated', ...unchanged('https://a:')],
     ['url-credentials: redis://: repeated', ...unchanged('redis://:')],
-    ['url-credentials: credentials repeated', ...eachBecomes('https://u:p@', 'https://[REDACTED:url-credentials]@')],
+    ['url-credentials: credentials repeated', ...eachBecomes('https://u:p@', 'https://[REDACTED-url-credentials]@')],
     ['url-credentials: longest user and password, no @', ...unchanged(`a://${'u'.repeat(255)}:${'p'.repeat(255)} `)],
     ['secret-assignment: password= repeated', mb('password='), 'password=[REDACTED:password]'],
     [
@@ -216,9 +226,28 @@ describe('redactSecrets on a megabyte of each shape’s worst case', () => {
       'secret-assignment: JSON pairs repeated',
       ...eachBecomes('{"client_secret": "abc123"} ', '{"client_secret": "[REDACTED:secret]"} '),
     ],
+    ['secret-assignment: DB_PASS= repeated', mb('DB_PASS='), 'DB_PASS=[REDACTED:password]'],
+    [
+      'secret-assignment: seed phrases repeated',
+      ...eachBecomes('MNEMONIC=abandon ability able\n', 'MNEMONIC=[REDACTED:secret]\n'),
+    ],
+    ['secret-assignment: bare JSON keys with empty values', ...unchanged('"key": "')],
+    // The scanner's rules (secret-rules.ts): every keyword of every rule, near-misses, keywords
+    // before long runs of their alphabet.
+    ['secret-rules: every keyword of every rule', ...unchanged(`${RULE_KEYWORDS.join(' ')} `)],
+    ['secret-rules: glpat- repeated', ...unchanged('glpat- ')],
+    ['secret-rules: gsk_ before a megabyte of its alphabet', `gsk_${'a'.repeat(MB)}`, `gsk_${'a'.repeat(MB)}`],
+    ['secret-rules: AccountKey= repeated', ...unchanged('AccountKey=')],
+    ['secret-rules: one character short, repeated', ...unchanged(`hf_${'a'.repeat(33)} `)],
+    ['secret-header: x-api-key: repeated', ...unchanged('x-api-key: !')],
     ['long run of key characters', 'a'.repeat(MB), 'a'.repeat(MB)],
     ['long run of dashed words', ...unchanged('a-')],
   ];
+  it('secret-assignment: MNEMONIC= repeated (an unquoted phrase is read 1,024 characters at most)', () => {
+    const out = redactSecrets(mb('MNEMONIC='));
+    expect(out.startsWith('MNEMONIC=[REDACTED:secret]')).toBe(true);
+    expect(out).not.toContain('MNEMONIC='.repeat(200));
+  });
   it.each(cases)('%s', (_name, input, expected) => {
     expectSame(redactSecrets(input), expected);
   });
@@ -280,17 +309,17 @@ describe('redactSecrets pattern gaps', () => {
     [
       'URL credentials with an empty user',
       'redis://:s3cretpass@cache.internal:6379/0',
-      'redis://[REDACTED:url-credentials]@cache.internal:6379/0',
+      'redis://[REDACTED-url-credentials]@cache.internal:6379/0',
     ],
     [
       'URL credentials with a user',
       'git clone https://deploy:Sup3rS3cret!@git.host/repo',
-      'git clone https://[REDACTED:url-credentials]@git.host/repo',
+      'git clone https://[REDACTED-url-credentials]@git.host/repo',
     ],
     [
       'URL credentials with an @ in the password',
       'mongodb://app:p@ss@db:27017/x',
-      'mongodb://[REDACTED:url-credentials]@db:27017/x',
+      'mongodb://[REDACTED-url-credentials]@db:27017/x',
     ],
     ['DB_PASSWORD=', 'DB_PASSWORD=hunter2', 'DB_PASSWORD=[REDACTED:password]'],
     [
@@ -550,7 +579,7 @@ describe('redactMessage', () => {
     };
     const out = JSON.stringify(redactMessage(message, redactSecrets));
     for (const secret of ['Sup3rS3cret', KEY, 'hunter2']) expect(out).not.toContain(secret);
-    expect(out).toContain('https://[REDACTED:url-credentials]@cdn.example.com/shot.png');
+    expect(out).toContain('https://[REDACTED-url-credentials]@cdn.example.com/shot.png');
   });
 
   it('cuts a tool input nested deeper than it walks, and one that cannot be read', () => {
