@@ -87,7 +87,11 @@ export const SECRET_RULE_COUNT = RULE_COUNT;
 /** `text` lowered with the same length, so that positions carry over (`İ` lowers to two characters: then ASCII capitals only). */
 function asciiLower(text: string): string {
   const lower = text.toLowerCase();
-  return lower.length === text.length ? lower : text.replace(/[A-Z]+/g, (run) => run.toLowerCase());
+  if (lower.length === text.length) return lower;
+  // İ is the one character whose lower case is longer (`i` and a combining dot): an `I` for
+  // this search (every keyword is ASCII).
+  const dotless = text.replace(/\u0130/g, 'I').toLowerCase();
+  return dotless.length === text.length ? dotless : text.replace(/[A-Z]+/g, (run) => run.toLowerCase());
 }
 
 interface RuleSpan {
