@@ -29,6 +29,12 @@
 // `summarizerTimeoutMs` (with or without honouring the abort signal), returns nothing, or returns
 // far too much.
 //
+// The hidden-share class (bench/soak/hidden.ts, 1 conversation in 10): the provider counts 40-90% of
+// the window the guard never sees, and in one run in three the host reports the sum of 1-3 steps as
+// one count. Checked: a count within the window is never ignored (`real-count-ignored`, every
+// class), the estimates hold most of the hidden share after two counts (`hidden-not-estimated`), a hidden
+// share over the threshold is reported (`fixed-over-not-reported`); consecutive compactions counted.
+//
 // The hostile classes (bench/soak/hostile.ts), each at a rate that keeps it in every
 // few hundred conversations without crowding out the rest (the table's "hostile inputs" row counts them):
 // - usage outliers (1 step in 20): instead of the real count, 1e12, 1e308, 2**53 + 10,
@@ -212,6 +218,7 @@ import {
   type Cycle,
 } from './soak/hostile.ts';
 import { providerLimit, tooLongError, unknownModelId, unknownWindowArb } from './soak/windows.ts';
+import { hiddenShareArb, hiddenTokens, reportedCount } from './soak/hidden.ts';
 // mulberry32: the summarizer's per-session randomness (it runs at call time, outside fast-check).
 import { prng } from './random.ts';
 
@@ -563,6 +570,8 @@ const conversationArb = fc.record({
    * against the guard's fallback; sometimes the provider's window is smaller and it says so.
    */
   unknownWindow: oneIn(8, unknownWindowArb),
+  /** A large hidden share (40-90% of the window), in one run in three with a host summing steps. */
+  hiddenShare: oneIn(10, hiddenShareArb),
 });
 export type ConversationSpec = typeof conversationArb extends fc.Arbitrary<infer T> ? T : never;
 
@@ -1658,9 +1667,13 @@ async function runConversation(
       spec.giantSystem < 1 ? 'giant system prompt (near the threshold)' : 'giant system prompt (over the threshold)',
     );
   }
+  if (spec.hiddenShare && window <= HIDDEN_MAX_WINDOW)
+    tally(spec.hiddenShare.sums ? 'hidden share, the host summing steps' : 'hidden share');
   // Entries are messages, or the junk a buggy host leaves in its history.
   let history: unknown[] = [...systems, b.user(spec.first)].map(deepFreeze);
   let call = 0;
+  /** Whether the previous call compacted (the hidden-share class counts consecutive compactions). */
+  let compactedBefore = false;
   const sampling = prng(mix(seed, 0xca11, index));
   c.conversations++;
   /** Whether any entry so far holds a reference cycle (then outputs are searched for one). */
@@ -2266,10 +2279,37 @@ async function runConversation(
           note('request over the learned window', `${sentTokens} real tokens > ${limit}`, history);
       }
 
+      if (spec.hiddenShare && r.contextWindow !== undefined && r.contextWindow <= HIDDEN_MAX_WINDOW) {
+        // The hidden-share class (bench/soak/hidden.ts).
+        const hidden = hiddenTokens(spec.hiddenShare, r.contextWindow);
+        const recorded = session.events.filter((e) => e.type === 'usage-recorded').length;
+        if (r.compaction && compactedBefore) tally('hidden share: consecutive compactions');
+        compactedBefore = r.compaction !== undefined;
+        if (!spec.hiddenShare.sums && recorded >= 2 && r.tokens < HIDDEN_KNOWN * hidden)
+          fail(
+            'hidden-not-estimated',
+            `estimate ${r.tokens} after ${recorded} real counts, while the provider counts ${hidden} hidden tokens`,
+            history,
+          );
+        // Said with the event, or with an overflow (the fixed part at or over the window: the last resort).
+        const fixedReported = session.events.some((e) => e.type === 'fixed-over-threshold' || e.type === 'overflow');
+        if (
+          hidden > 1.1 * r.threshold &&
+          hidden < 0.95 * r.contextWindow &&
+          recorded >= 2 &&
+          r.tokens > r.threshold &&
+          !fixedReported
+        )
+          fail(
+            'fixed-over-not-reported',
+            `${hidden} hidden tokens over the threshold ${r.threshold}, the prompt at ${r.tokens}, and no fixed-over-threshold event`,
+            history,
+          );
+      }
       const reply = b.reply(s, step.reply);
       if (step.reply.kind === 'tools' && step.reply.cyclic) cyclic = true;
       const bill = billed(r.messages, tools, modelId);
-      const normal = usageFor(spec, step, r, bill, reply);
+      const normal = usageFor(spec, step, r, bill, reply, call);
       if (step.outlier) tally(`usage outlier ${step.outlier}`);
       const real = realTokens(bill, spec.ratio, invisibleTokens(spec, r.contextWindow ?? 0));
       const usage = step.outlier ? outlierUsage(step.outlier, real, bill.chars / 4) : normal;
@@ -2300,8 +2340,8 @@ async function runConversation(
           // one's.
           const count = (usage as { inputTokens?: number } | undefined)?.inputTokens ?? 0;
           if (rejected && rejected.type === 'usage-ignored' && count <= window) {
-            note(
-              'real count rejected as implausible',
+            fail(
+              'real-count-ignored',
               `the fake provider's count ${JSON.stringify(usage)} (ratio ${spec.ratio.toFixed(2)}, invisible ${invisibleTokens(spec, window)}) ` +
                 `was rejected, plausible ${JSON.stringify(rejected.plausible)}`,
               history,
@@ -2318,7 +2358,24 @@ async function runConversation(
 }
 
 /** The provider's invisible tokens for this conversation. */
+/**
+ * Share of the hidden part every estimate holds once two counts were recorded. Not all of it: from
+ * two counts a provider that counts less per character than the default and a larger hidden part
+ * look alike (the rate is learned from growth); a guard blind to the share (the defect this class
+ * guards against) estimated a tenth of it.
+ */
+const HIDDEN_KNOWN = 0.6;
+
+/**
+ * Windows the hidden-share class runs on (the windows of the agents that hide a system prompt and
+ * tools, Claude Code's 200k among them). Past it, a hidden part of 40-90% of a 1M window with a
+ * request of hundreds of thousands of tokens makes the last resort send the request cut to the
+ * window's room, over the threshold (`over-threshold-after-cut`): left open, see BENCHMARKS.md.
+ */
+const HIDDEN_MAX_WINDOW = 200_000;
+
 function invisibleTokens(spec: ConversationSpec, window: number): number {
+  if (spec.hiddenShare && window <= HIDDEN_MAX_WINDOW) return hiddenTokens(spec.hiddenShare, window);
   return spec.invisible < 1 ? Math.round(spec.invisible * window) : spec.invisible;
 }
 
@@ -2329,9 +2386,15 @@ function usageFor(
   r: BeforeModelResult,
   bill: Billed,
   reply: GuardMessage[],
+  call: number,
 ): unknown {
   if (spec.usage === 'never' || (spec.usage === 'sometimes' && !step.reportUsage)) return 'skip';
-  const inputTokens = realTokens(bill, spec.ratio, invisibleTokens(spec, r.contextWindow ?? 0));
+  const real = realTokens(bill, spec.ratio, invisibleTokens(spec, r.contextWindow ?? 0));
+  // The hidden-share class's host may report the sum of several steps as one count.
+  const inputTokens =
+    spec.hiddenShare && (r.contextWindow ?? 0) <= HIDDEN_MAX_WINDOW
+      ? reportedCount(spec.hiddenShare, real, call)
+      : real;
   const first = reply[0];
   const outputTokens =
     first?.role === 'assistant' ? Math.ceil((spec.ratio * measureMessage(first, 'generic').chars) / 4) : undefined;

@@ -64,15 +64,16 @@ describe('beforeModel', () => {
     expect(r.tokens).toBe(2_000);
   });
 
-  it('clamps the correction at 5.0', async () => {
+  it('clamps the correction at 5.0: what lies beyond is an invisible part, kept in every later estimate', async () => {
     const ev = recorder();
     const guard = createContextGuard({ contextWindow: 100_000, onEvent: ev.onEvent });
     await guard.beforeModel({ sessionId: 's', messages: [userOfTokens(1_000)] });
-    // 20× the heuristic: within what a hidden prompt makes plausible, beyond the clamp.
+    // 20× the heuristic: beyond the clamp, so at least 15,000 tokens are invisible (a hidden prompt).
     await guard.afterModel({ sessionId: 's', usage: { inputTokens: 20_000 } });
     const r = await guard.beforeModel({ sessionId: 's', messages: [userOfTokens(2_000, 'y')] });
-    expect(ev.last('estimate')).toMatchObject({ method: 'scaled', correction: 5 });
-    expect(r.tokens).toBe(10_000);
+    // Another prompt (not an extension): 15,000 invisible + 2,000 at the default rate, not 5 × 2,000.
+    expect(ev.last('estimate')).toMatchObject({ method: 'scaled' });
+    expect(r.tokens).toBe(15_000 + 3_000);
   });
 
   it('anchors on the last real count and adds the calibrated estimate of what was added', async () => {

@@ -180,11 +180,13 @@ export function estimate(
     const tokens = Math.max(base, base + added) + shortfallMargin(state);
     return { tokens: Math.ceil(tokens), heuristicTokens, correction, method: 'anchored' };
   }
-  const correction = ratioCorrection(anchor, c);
+  // Not an extension of the anchor (an edited history, a request sent whole again): priced as a
+  // compacted prompt is, so that the invisible share the counts showed is in it too.
+  const tokens = Math.ceil(priceAfterReset(state, c)(request.chars, request.mediaTokens));
   return {
-    tokens: Math.ceil(heuristic * correction + request.mediaTokens),
+    tokens,
     heuristicTokens,
-    correction,
+    correction: heuristic > 0 ? (tokens - request.mediaTokens) / heuristic : ratioCorrection(anchor, c),
     method: 'scaled',
   };
 }
