@@ -49,7 +49,7 @@ import { earlierFiles, filesSection } from './summary-budget.ts';
 
 // ---------------------------------------------------------------------------------------------
 // The repository the tools read: live for a real model, a snapshot of it for the scripted one (so
-// that the offline output, shown in the README, is the same on every run: see repo-files.ts).
+// that the offline output, shown in docs/langchain.md, is the same on every run: see repo-files.ts).
 // ---------------------------------------------------------------------------------------------
 const offline = !process.env.OPENAI_API_KEY && !process.env.ANTHROPIC_API_KEY;
 const repo = repoFiles(offline);

@@ -4,13 +4,14 @@
 // A real model reads the live repository. The offline scripted models read a snapshot of it
 // (examples/data/repo-snapshot.json: what each of their tool calls returned when it was taken), so
 // that an offline run prints the same bytes on every machine and after every change to the sources:
-// the README shows that output, and test/examples.test.ts checks that it is what the examples print.
+// docs/ai-sdk.md and docs/langchain.md show that output, and test/examples.test.ts checks that it is
+// what the examples print.
 // A change to the library's behaviour still shows (the snapshot is the input, not the output).
 //
 // To take the snapshot again (the files changed a lot, or a script reads a new file):
 //   npm run build && node scripts/example-outputs.ts --refresh-snapshot
 // which runs both examples against the live repository, records what their tools returned, and
-// rewrites the README's output blocks.
+// rewrites those output blocks.
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -1,5 +1,5 @@
-// The README's walkthroughs of `npm run demo`, `npm run example:langchain` and `npm run
-// example:compaction` show what those commands print: this script runs the examples offline (their
+// The walkthroughs of `npm run demo`, `npm run example:langchain` and `npm run example:compaction`
+// (docs/ai-sdk.md, docs/langchain.md, docs/compaction.md) show what those commands print: this script runs the examples offline (their
 // scripted models and summarizers, the repository snapshot of examples/repo-files.ts) and compares
 // their output with the blocks, which it finds by a marker comment wherever they are (README.md or
 // docs/*.md):
