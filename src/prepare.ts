@@ -9,7 +9,7 @@ import { hasCompactable, requestIndex } from './compaction/request.ts';
 import { lastUnitStart, repairToolPairing } from './compaction/structure.ts';
 import { RecentMap } from './state/recent.ts';
 import type { SessionState } from './state/session.ts';
-import { compactionCalibration, estimate, priceAfterReset, type Estimate } from './tokens/calibration.ts';
+import { compactionCalibration, estimate, oneOffJump, priceAfterReset, type Estimate } from './tokens/calibration.ts';
 import { extendsPrompt, type MeasuredPrompt } from './tokens/prompt-measure.ts';
 
 /** Everything a call works out from the session's state before deciding to compact. */
@@ -124,7 +124,20 @@ function prepareWith(
     c,
     extendsAnchor ? { responseChars: response?.message.role === 'assistant' ? response.chars : undefined } : undefined,
   );
-  return { memo, summaryApplies, view, measured, extendsAnchor, est };
+  return { memo, summaryApplies, view, measured, extendsAnchor, est: jumpFloored(call, state, extendsAnchor, est) };
+}
+
+/**
+ * A prompt that only grew since a real count is never estimated below that count (the provider
+ * counted it), except for what a one-off jump would push over the threshold: a host that reported
+ * the sum of several steps as one count must not make the guard compact on every call, so the
+ * jump, at most an upper bound of the prompt, floors the estimate at the threshold and no higher.
+ */
+function jumpFloored(call: Call, state: SessionState, extendsAnchor: boolean, est: Estimate): Estimate {
+  const anchor = state.calibration.anchor;
+  if (!extendsAnchor || !anchor || oneOffJump(state.calibration, anchor.realTokens) === 0) return est;
+  const floor = Math.min(anchor.realTokens, call.threshold);
+  return est.tokens >= floor ? est : { ...est, tokens: floor };
 }
 
 /**

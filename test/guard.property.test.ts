@@ -112,8 +112,9 @@ describe('guard properties', () => {
             if (!valid || r.compaction) lastReal = undefined;
             expect(sent).toEqual(snapshot);
             expect(Number.isFinite(r.tokens) && r.tokens >= 0).toBe(true);
+            // A one-off jump (a host summing steps) floors the estimate at the threshold and no higher.
             if (lastReal !== undefined && history.length > 0 && !r.compaction)
-              expect(r.tokens).toBeGreaterThanOrEqual(lastReal);
+              expect(r.tokens).toBeGreaterThanOrEqual(Math.min(lastReal, r.threshold));
             const before = recorded;
             await guard.afterModel({ sessionId: 's', usage: s.usage as never });
             const u = s.usage as { inputTokens?: unknown } | null | undefined;

@@ -84,6 +84,24 @@ describe('a host that reports the sum of several steps as one count', () => {
   });
 });
 
+describe('a one-off jump under the threshold', () => {
+  it('floors the estimate of the same or a grown prompt at the count (the provider counted it)', async () => {
+    // Found by the guard property (seed 1938949823): 5 then 2,416 for the same prompt, and the next
+    // estimate of that very prompt was 1,932.
+    const guard = createContextGuard({});
+    const messages: GuardMessage[] = [
+      { role: 'user', content: [{ type: 'image', image: Uint8Array.from([]), mediaType: 'image/png' }] },
+    ];
+    const estimates: number[] = [];
+    for (const usage of [{ inputTokens: 5 }, { inputTokens: 2_416 }, undefined]) {
+      const r = await guard.beforeModel({ sessionId: 's', modelId: 'gpt-4o', messages: messages.slice() });
+      estimates.push(r.tokens);
+      if (usage) await guard.afterModel({ sessionId: 's', usage });
+    }
+    expect(estimates[2]).toBeGreaterThanOrEqual(2_416);
+  });
+});
+
 describe('the fixed part of every prompt over the threshold', () => {
   it('a hidden share of 85% of the window: reported once, no compaction on consecutive calls, the latest result sent', async () => {
     const { ev, calls } = await agentLoop({ hidden: 27_200, calls: 16 });
