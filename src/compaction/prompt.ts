@@ -32,7 +32,7 @@ export const CONVERSATION_TAG = 'conversation';
 export const PREVIOUS_SUMMARY_TAG = 'previous-summary';
 
 /** Words per token of English prose, to state the length budget in a unit models can follow. */
-const WORDS_PER_TOKEN = 0.75;
+export const WORDS_PER_TOKEN = 0.75;
 /** A focus request is a steer, not a document; a longer one is cut so it cannot crowd the template. */
 const MAX_FOCUS_CHARS = 500;
 /** Default clip of each tool result in {@link buildSummaryRequest}. */

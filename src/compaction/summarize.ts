@@ -10,7 +10,12 @@ import { clipMessage } from './memo.ts';
 import { applyToolEdits, outputChars, toolResultsOf } from './prune.ts';
 import { unitsOf } from './structure.ts';
 import { waterLevel } from './work.ts';
-import { buildSummaryRequest, DEFAULT_TRANSCRIPT_TOOL_RESULT_CHARS, renderTranscript } from './prompt.ts';
+import {
+  buildSummaryRequest,
+  DEFAULT_TRANSCRIPT_TOOL_RESULT_CHARS,
+  renderTranscript,
+  WORDS_PER_TOKEN,
+} from './prompt.ts';
 import { safeJson } from './text.ts';
 import { redactMessage } from './redact.ts';
 import type { Summarizer } from './types.ts';
@@ -19,6 +24,13 @@ import type { Summarizer } from './types.ts';
 export const SUMMARIZER_INPUT_SHARE = 0.8;
 /** The budget told to the model, below the one enforced, since models overshoot a little. */
 const STATED_BUDGET_SHARE = 0.8;
+/**
+ * Characters of a word with its space in a summary (English prose and Markdown run 5.5 to 6): the
+ * words the model is told must fit the characters its answer is held to, or a model that obeys the
+ * instruction to the word is rejected as too large (at the default correction, 240 words were
+ * stated against 1,066 characters).
+ */
+const CHARS_PER_WORD = 6;
 
 export type SummarizerFailure = SummarizerFailedEvent['reason'];
 
@@ -443,7 +455,8 @@ async function summarizeRaw(req: SummarizeRequest, override?: string): Promise<S
   if (budgetChars < MIN_CHUNK_CHARS) return fallBack('no-room', req.messages);
   const readChars = (req.readTokens ?? SUMMARIZER_READ_FACTOR * req.maxSummaryTokens) / req.tokensPerChar;
   let chunks = chunk(boundTranscript(req.messages, readChars), budgetChars);
-  const stated = Math.max(64, Math.floor(req.maxSummaryTokens * STATED_BUDGET_SHARE));
+  const statedByChars = (maxChars * STATED_BUDGET_SHARE) / (CHARS_PER_WORD * WORDS_PER_TOKEN);
+  const stated = Math.max(64, Math.floor(Math.min(req.maxSummaryTokens * STATED_BUDGET_SHARE, statedByChars)));
   for (let i = 0; i < chunks.length; i++) {
     const rest = () => chunks.slice(i).flat();
     if (req.signal?.aborted) return fallBack('aborted', rest());

@@ -98,6 +98,28 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
+describe('summarize: the length the summarizer is told', () => {
+  // A summarizer that obeys the stated word budget to the word, with words of ordinary length (six
+  // characters with their space, as in English prose and Markdown), must never be rejected as too
+  // large: at the default correction (0.375 tokens a character) it was told 240 words and held to
+  // 1,066 characters.
+  it.each([0.25, 0.375, 0.5, 1])(
+    'an answer of exactly the words asked for is accepted (%s tokens a character)',
+    async (tokensPerChar) => {
+      const obedient: Summarizer = ({ instructions }: SummarizerInput) => {
+        const m = /at most ([\d,]+) words/.exec(instructions);
+        if (!m) throw new Error('no word budget stated');
+        const words = Number((m[1] as string).replaceAll(',', ''));
+        return Array.from({ length: words }, (_, i) => (i % 2 ? 'state' : 'files')).join(' ');
+      };
+      const req = request({ summarizer: obedient, tokensPerChar });
+      const outcome = await summarize(req);
+      expect(req.failures).toEqual([]);
+      expect(outcome.mechanical).toBe(false);
+    },
+  );
+});
+
 describe('summarize: the fallback digest keeps what the user said', () => {
   const hangs: Summarizer = () => new Promise<string>(() => {});
   it.each<[string, Summarizer | undefined, Partial<SummarizeRequest>, SummarizerFailure]>([
