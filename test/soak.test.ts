@@ -57,4 +57,14 @@ describe('soak (short)', () => {
     expect(result.unexplainedOverflows, report).toBe(0);
     expect(result.violations, report).toBe(0);
   });
+
+  it('a request cut to fit is cut until the prompt is under the threshold, whatever a character of it saves', async () => {
+    // Found by the full soak (seed 2046551328): a request of 57.9k characters beside a 43k-token
+    // invisible share was cut in six rounds, each sized by the request's own estimate while the
+    // prompt, priced as a whole, saved less per character: it stopped 273 tokens over the threshold.
+    const result = await runSoak({ seed: 2_046_551_328, only: 4414 });
+    const report = `${formatResult(result)}\n${result.details.map((d) => `[${d.kind}] call ${d.call}: ${d.message}`).join('\n')}`;
+    expect(result.compactions, report).toBeGreaterThan(0);
+    expect(result.violations, report).toBe(0);
+  });
 });

@@ -107,11 +107,23 @@ function fitRequest(w: Work): boolean {
   const { request } = w;
   if (request < 0 || w.cur.view.origin.indexOf(request) < 0) return false;
   let chars = textLength(w.p.input[request] as GuardMessage);
-  for (let round = 0; round < 6 && w.cur.tokens > w.p.threshold && chars > MIN_KEPT_CHARS; round++) {
-    const requestTokens = w.messageTokens(w.cur.view.origin.indexOf(request));
-    const keepShare =
-      requestTokens > 0 ? Math.max(0, (requestTokens - (w.cur.tokens - w.p.threshold)) / requestTokens) : 0;
-    chars = Math.max(MIN_KEPT_CHARS, Math.floor(chars * keepShare * 0.95) - 100);
+  // The last cut and what the prompt cost with it: from the second round on, the prompt's own cost
+  // per character cut (a compacted prompt is priced as a whole, with its invisible share, so a
+  // character of the request saves less than its own estimate says) sets the next cut.
+  let previous: { chars: number; tokens: number } | undefined;
+  for (let round = 0; round < 8 && w.cur.tokens > w.p.threshold && chars > MIN_KEPT_CHARS; round++) {
+    const over = w.cur.tokens - w.p.threshold;
+    let next: number;
+    if (previous && previous.chars > chars && previous.tokens > w.cur.tokens) {
+      const perChar = (previous.tokens - w.cur.tokens) / (previous.chars - chars);
+      next = Math.floor((chars - over / perChar) * 0.97) - 100;
+    } else {
+      const requestTokens = w.messageTokens(w.cur.view.origin.indexOf(request));
+      const keepShare = requestTokens > 0 ? Math.max(0, (requestTokens - over) / requestTokens) : 0;
+      next = Math.floor(chars * keepShare * 0.95) - 100;
+    }
+    previous = { chars, tokens: w.cur.tokens };
+    chars = Math.max(MIN_KEPT_CHARS, next);
     w.memo.requestClip = { index: request, chars };
     w.cur = w.render();
   }
