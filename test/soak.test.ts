@@ -58,6 +58,15 @@ describe('soak (short)', () => {
     expect(result.violations, report).toBe(0);
   });
 
+  it('the user sentences a cut of an earlier user message leaves out are reported by that message', async () => {
+    // Found by the full soak (seed 937377671): a hidden share of 90% of a 4k window made hard fit cut
+    // an earlier user message; the rule after its pasted diff left the prompt with no event naming it.
+    const result = await runSoak({ seed: 937_377_671, only: 303 });
+    const report = `${formatResult(result)}\n${result.details.map((d) => `[${d.kind}] call ${d.call}: ${d.message}`).join('\n')}`;
+    expect(result.compactions, report).toBeGreaterThan(0);
+    expect(result.violations, report).toBe(0);
+  });
+
   it('a request cut to fit is cut until the prompt is under the threshold, whatever a character of it saves', async () => {
     // Found by the full soak (seed 2046551328): a request of 57.9k characters beside a 43k-token
     // invisible share was cut in six rounds, each sized by the request's own estimate while the

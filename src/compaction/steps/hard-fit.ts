@@ -7,6 +7,7 @@
 // the archive makes lossless, may pursue it; a destructive cut is made only because the prompt
 // would not fit otherwise.
 import type { GuardMessage } from '../../messages.ts';
+import { instructionsOf, type LostWords } from '../instructions.ts';
 import { mediaKey } from '../media-placeholder.ts';
 import { outputChars } from '../prune.ts';
 import { fitAim, MIN_KEPT_CHARS, waterLevel, type Work } from '../work.ts';
@@ -18,7 +19,32 @@ export function hardFit(w: Work): void {
   if (over()) shrinkToolOutputs(w, aim);
   if (over()) replaceMediaUntil(w, aim, (o) => o !== request);
   if (over()) clipMessagesOf(w, aim, (m) => m.role === 'assistant');
-  if (over()) clipMessagesOf(w, aim, (m, o) => m.role === 'user' && o !== request);
+  if (over()) {
+    clipMessagesOf(w, aim, (m, o) => m.role === 'user' && o !== request);
+    reportClippedUserWords(w);
+  }
+}
+
+/**
+ * The user's sentences a cut of their earlier messages left out, reported by message (the
+ * `user-words-dropped` event): a cut is the last resort before the request, and what the user said
+ * never leaves the prompt silently. Sentences are looked for in the message as it is now sent.
+ */
+function reportClippedUserWords(w: Work): void {
+  const lost: LostWords[] = [];
+  w.cur.view.messages.forEach((m, i) => {
+    const o = w.cur.view.origin[i] ?? -1;
+    if (o < 0 || o === w.request || m.role !== 'user') return;
+    const original = w.p.input[o] as GuardMessage;
+    if (original === m || w.memo.clips[String(w.p.hashOf(o))] === undefined) return;
+    const sent = JSON.stringify(m.content);
+    const missing = instructionsOf(original, w.p.redact).filter(
+      (note) => !sent.includes(JSON.stringify(note).slice(1, -1)),
+    );
+    if (missing.length > 0)
+      lost.push({ index: o, sentences: missing.length, chars: missing.reduce((n, note) => n + note.length, 0) });
+  });
+  if (lost.length > 0) w.p.onUserWordsLost(lost, 0);
 }
 
 /** Characters a cut adds (the marker saying how much was left out, with its line breaks). */
