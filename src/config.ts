@@ -6,7 +6,7 @@ import type { AfterCompactHook, BeforeCompactHook, Summarizer } from './compacti
 import type { FileOpsConfig } from './compaction/file-ops.ts';
 import { DEFAULT_FILE_OPS } from './compaction/file-ops.ts';
 import { redactSecrets } from './compaction/redact.ts';
-import { SUMMARIZER_READ_FACTOR } from './compaction/summarize.ts';
+import { SUMMARIZER_READ_FACTOR } from './compaction/summarizer.ts';
 import type { ContextGuardEvent } from './events.ts';
 import type { StateStore } from './state/store.ts';
 import type { SessionState } from './state/session.ts';

@@ -1,5 +1,5 @@
 // createContextGuard: the orchestration of one model call. beforeModel measures the prompt with the
-// session's memo applied (call.ts, prepare.ts), decides, compacts when it must (compact.ts) and
+// session's memo applied (call.ts, prepare.ts), decides, compacts when it must (compaction/compaction.ts) and
 // records what it sends; afterModel folds the provider's real count into the calibration (usage.ts).
 // State goes through the session repository (state/repository.ts). Nothing here ever throws into
 // the host agent: failures become events, and a call that fails inside the guard fails closed.
@@ -16,8 +16,13 @@ import type {
 } from './api.ts';
 import { CallResolver, contextWindowFor, measurerKeys, type Call } from './call.ts';
 import { DEFAULTS, resolveOptions, type ContextGuardOptions, type ResolvedOptions } from './config.ts';
-import { compact, compactionRequest, type CompactionEnv, type CompactionOutcome } from './compact.ts';
-import { CircuitBreaker } from './compaction/summarize.ts';
+import {
+  CircuitBreaker,
+  compact,
+  compactionRequest,
+  type CompactionEnv,
+  type CompactionOutcome,
+} from './compaction/compaction.ts';
 import type { ContextGuardEvent, ErrorEvent } from './events.ts';
 import type { GuardMessage } from './messages.ts';
 import { isContextLengthError, promptTokensFromError, windowFromError } from './overflow.ts';

@@ -3,7 +3,7 @@
 // the calibration. Everything goes through the session repository in one commit per call.
 import type { BeforeModelResult, ModelUsage } from './api.ts';
 import type { Call } from './call.ts';
-import type { CompactionOutcome } from './compact.ts';
+import type { CompactionOutcome } from './compaction/compaction.ts';
 import type { ResolvedOptions } from './config.ts';
 import type { ContextGuardEvent, EstimateEvent, UsageIgnoredEvent, UsageRecordedEvent } from './events.ts';
 import type { GuardMessage } from './messages.ts';

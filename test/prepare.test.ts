@@ -7,7 +7,7 @@ import type { Call } from '../src/call.ts';
 import { CallResolver } from '../src/call.ts';
 import { resolveOptions } from '../src/config.ts';
 import { emptyMemo, type CompactionMemo, type View } from '../src/compaction/memo.ts';
-import { PLACEHOLDER } from '../src/compaction/prune.ts';
+import { PLACEHOLDER } from '../src/compaction/tool-edits.ts';
 import { summaryMessage } from '../src/compaction/placement.ts';
 import type { GuardMessage } from '../src/index.ts';
 import { needsCompaction, PairingProgress, prepare, type Prepared } from '../src/prepare.ts';

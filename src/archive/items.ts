@@ -5,7 +5,7 @@
 // edit of it, so what the archive holds is what the host wrote.
 import { quotedId } from '../compaction/quoted-id.ts';
 import type { CompactionMemo, View } from '../compaction/memo.ts';
-import { PLACEHOLDER } from '../compaction/prune.ts';
+import { PLACEHOLDER } from '../compaction/tool-edits.ts';
 import { MAX_LABEL_CHARS, oneLine, safeJson, toolOutputText, userContentText } from '../compaction/text.ts';
 import type { GuardMessage, ToolResultPart } from '../messages.ts';
 import type { ArchivedItem, ReplacedMessage, ReplacementKind } from './types.ts';

@@ -7,7 +7,7 @@ import type { GuardMessage } from '../messages.ts';
 import type { PromptFingerprint } from '../tokens/fingerprint.ts';
 import type { FileOps } from './file-ops.ts';
 import { mediaKey, mediaPlaceholder } from './media-placeholder.ts';
-import { applyToolEditsAt, type ToolEdit } from './prune.ts';
+import { applyToolEditsAt, type ToolEdit } from './tool-edits.ts';
 import { repairToolPairing } from './structure.ts';
 import { clipMiddle, safeJson } from './text.ts';
 

@@ -15,7 +15,6 @@ import { summarizeOlder } from './steps/summarize.ts';
 import { Work, type PipelineInput, type PipelineOutput } from './work.ts';
 
 export type { PipelineInput, PipelineOutput } from './work.ts';
-export { hasCompactable, requestIndex } from './request.ts';
 
 export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
   const w = new Work(p);

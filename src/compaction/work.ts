@@ -9,9 +9,9 @@ import type { GuardMessage } from '../messages.ts';
 import type { PromptFingerprint } from '../tokens/fingerprint.ts';
 import type { Entry } from '../tokens/prompt-measure.ts';
 import { renderView, requestEditsDropped, type CompactionMemo, type View } from './memo.ts';
-import { toolEditKey, toolResultsOf } from './prune.ts';
+import { toolEditKey, toolResultsOf } from './tool-edits.ts';
 import { requestIndex } from './request.ts';
-import type { SummarizeOutcome } from './summarize.ts';
+import type { SummarizeOutcome } from './summarizer.ts';
 import type { CompactionReason, CompactionResult, CompactionStep } from './types.ts';
 
 /** When the fixed part (system messages, tools) is this much of the target, the target is out of reach. */

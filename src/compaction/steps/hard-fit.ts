@@ -9,7 +9,7 @@
 import type { GuardMessage } from '../../messages.ts';
 import { instructionsOf, type LostWords } from '../instructions.ts';
 import { mediaKey } from '../media-placeholder.ts';
-import { outputChars } from '../prune.ts';
+import { outputChars } from '../tool-edits.ts';
 import { fitAim, MIN_KEPT_CHARS, waterLevel, type Work } from '../work.ts';
 
 export function hardFit(w: Work): void {

@@ -5,7 +5,7 @@
 // read by the summarizer than thrown away before it. The latest tool results (the model has not
 // seen them yet) are never touched when they fit under the threshold (see Work.latest): the cap
 // and the target are costs, and a cost never takes from the model what it is waiting for.
-import { isProtectedTool, outputChars, PLACEHOLDER, placeholderOutput } from '../prune.ts';
+import { isProtectedTool, outputChars, PLACEHOLDER, placeholderOutput } from '../tool-edits.ts';
 import { toolOutputText } from '../text.ts';
 import { MIN_KEPT_CHARS, type Work } from '../work.ts';
 

@@ -16,7 +16,7 @@ import {
 } from '../../../adapters/ai-sdk/convert.ts';
 import { clipMessage } from '../../../src/compaction/memo.ts';
 import { summaryMessage } from '../../../src/compaction/placement.ts';
-import { applyToolEdits, PLACEHOLDER } from '../../../src/compaction/prune.ts';
+import { applyToolEdits, PLACEHOLDER } from '../../../src/compaction/tool-edits.ts';
 import { repairToolPairing } from '../../../src/compaction/structure.ts';
 import { createContextGuard, type GuardMessage } from '../../../src/index.ts';
 

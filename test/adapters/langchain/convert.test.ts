@@ -15,7 +15,7 @@ import { z } from 'zod';
 import { fromGuardMessages, toGuardMessages, toGuardTools } from '../../../adapters/langchain/convert.ts';
 import { clipMessage, replaceMedia } from '../../../src/compaction/memo.ts';
 import { summaryMessage } from '../../../src/compaction/placement.ts';
-import { applyToolEdits, PLACEHOLDER } from '../../../src/compaction/prune.ts';
+import { applyToolEdits, PLACEHOLDER } from '../../../src/compaction/tool-edits.ts';
 import { repairToolPairing } from '../../../src/compaction/structure.ts';
 import { createContextGuard, type GuardMessage } from '../../../src/index.ts';
 import { pairingProblems } from '../../compaction/invariants.ts';

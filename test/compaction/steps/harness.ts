@@ -7,7 +7,7 @@
 import type { CompactionSettings } from '../../../src/config.ts';
 import { DEFAULT_FILE_OPS } from '../../../src/compaction/file-ops.ts';
 import { emptyMemo, type CompactionMemo } from '../../../src/compaction/memo.ts';
-import type { SummarizeOutcome } from '../../../src/compaction/summarize.ts';
+import type { SummarizeOutcome } from '../../../src/compaction/summarizer.ts';
 import { Work, type PipelineInput } from '../../../src/compaction/work.ts';
 import type { GuardMessage, ToolResultPart } from '../../../src/index.ts';
 import { hashMessage } from '../../../src/tokens/hash.ts';

@@ -3,7 +3,7 @@
 // errors or protected tools, and never on a manual compaction (it summarizes instead).
 import { describe, expect, it } from 'vitest';
 import type { GuardMessage } from '../../../src/index.ts';
-import { PLACEHOLDER } from '../../../src/compaction/prune.ts';
+import { PLACEHOLDER } from '../../../src/compaction/tool-edits.ts';
 import { prune } from '../../../src/compaction/steps/prune.ts';
 import { Work } from '../../../src/compaction/work.ts';
 import { assistant, system, toolStep, user } from '../../helpers.ts';

@@ -7,7 +7,7 @@ import type { SummarizerFailedEvent } from '../events.ts';
 import type { GuardMessage } from '../messages.ts';
 import { DEFAULT_MECHANICAL_CHARS_PER_MESSAGE, mechanicalDigest, userStartsChars } from './mechanical.ts';
 import { clipMessage } from './memo.ts';
-import { applyToolEdits, outputChars, toolResultsOf } from './prune.ts';
+import { applyToolEdits, outputChars, toolResultsOf } from './tool-edits.ts';
 import { unitsOf } from './structure.ts';
 import { waterLevel } from './work.ts';
 import {

@@ -1,21 +1,25 @@
-// One compaction of one call: the beforeCompact hook, the pricing the pipeline plans with, the
-// pipeline itself with the summarizer wired in (its deadline, its circuit breaker, its events),
-// and the afterwards: events, the result, and the memo the next calls re-apply.
-import type { LostWords } from './compaction/instructions.ts';
-import type { Archive } from './archive/archive.ts';
-import type { Call } from './call.ts';
-import { compactionSettings, type ResolvedOptions } from './config.ts';
-import type { ContextGuardEvent } from './events.ts';
-import type { GuardMessage } from './messages.ts';
-import type { CalibrationState } from './state/session.ts';
-import { compactionCalibration, priceAfterReset, tokensPerCharAfterReset } from './tokens/calibration.ts';
-import { hashMessage } from './tokens/hash.ts';
-import { CHARS_PER_TOKEN } from './tokens/heuristic.ts';
-import { emptyMemo, requestEditsDropped, type CompactionMemo, type View } from './compaction/memo.ts';
-import { runPipeline, type PipelineInput } from './compaction/pipeline.ts';
-import { requestIndex } from './compaction/request.ts';
-import { summarize, type CircuitBreaker } from './compaction/summarize.ts';
-import type { CompactionReason, CompactionResult } from './compaction/types.ts';
+// Compaction's entry point, the only module the call pipeline imports to compact. One compaction of
+// one call: the beforeCompact hook, the pricing the pipeline plans with, the pipeline itself with
+// the summarizer wired in (its deadline, its circuit breaker, its events), and the afterwards:
+// events, the result, and the memo the next calls re-apply.
+import type { LostWords } from './instructions.ts';
+import type { Archive } from '../archive/archive.ts';
+import type { Call } from '../call.ts';
+import { compactionSettings, type ResolvedOptions } from '../config.ts';
+import type { ContextGuardEvent } from '../events.ts';
+import type { GuardMessage } from '../messages.ts';
+import type { CalibrationState } from '../state/session.ts';
+import { compactionCalibration, priceAfterReset, tokensPerCharAfterReset } from '../tokens/calibration.ts';
+import { hashMessage } from '../tokens/hash.ts';
+import { CHARS_PER_TOKEN } from '../tokens/heuristic.ts';
+import { emptyMemo, requestEditsDropped, type CompactionMemo, type View } from './memo.ts';
+import { runPipeline, type PipelineInput } from './pipeline.ts';
+import { requestIndex } from './request.ts';
+import { summarize, type CircuitBreaker } from './summarizer.ts';
+import type { CompactionReason, CompactionResult } from './types.ts';
+
+// The call pipeline imports this module alone to compact: the breaker it gives every compaction too.
+export { CircuitBreaker } from './summarizer.ts';
 
 /** What the call knows when it compacts. */
 export interface CompactionRequest {

@@ -10,7 +10,7 @@ import {
   summarize,
   type SummarizeRequest,
   type SummarizerFailure,
-} from '../../src/compaction/summarize.ts';
+} from '../../src/compaction/summarizer.ts';
 import type { Summarizer, SummarizerInput } from '../../src/compaction/types.ts';
 import type { GuardMessage } from '../../src/messages.ts';
 
