@@ -71,6 +71,39 @@ describe('a count within the window is real', () => {
   });
 });
 
+describe('a hidden share counted beside a large prompt, then beside the compacted one', () => {
+  it('is read at the rate the two counts show: the prompts after them are estimated with it', async () => {
+    // Found by the full soak (seed 937377671, conversation 6794). 9,000 hidden tokens, a provider at 1
+    // token per heuristic token, and a calibration.default of 2 that prices it dearer: the first
+    // count (26k characters of build log) read a share of 2k, the count of the compacted prompt 8.5k,
+    // taken for a one-off jump. The next prompts were estimated 2k under their counts.
+    const WINDOW = 20_000;
+    const hidden = 9_000;
+    const billed = (messages: GuardMessage[]) => Math.ceil(JSON.stringify(messages).length / 4) + hidden;
+    const guard = createContextGuard({
+      contextWindow: WINDOW,
+      calibration: { default: 2 },
+      summarizer: async () => 'The user asked for the build log and the files; all were read.',
+    });
+    let history: GuardMessage[] = [
+      system('You are a coding agent.'),
+      user('Read the build log.'),
+      ...toolStep('log', { path: 'build.log' }, 'warning: unused import\n'.repeat(1_150)),
+    ];
+    const calls: Array<{ estimate: number; real: number; compacted: boolean }> = [];
+    for (let i = 0; i < 8; i++) {
+      const r = await guard.beforeModel({ sessionId: 's', messages: history });
+      const real = billed(r.messages);
+      calls.push({ estimate: r.tokens, real, compacted: r.compaction !== undefined });
+      await guard.afterModel({ sessionId: 's', usage: { inputTokens: real } });
+      history = [...history, ...toolStep(`c${i}`, { path: `f${i}.ts` }, `line ${i}\n`.repeat(1_000))];
+    }
+    expect(calls[1]?.compacted).toBe(true);
+    for (const c of calls.slice(2)) expect(c.estimate, JSON.stringify(calls)).toBeGreaterThanOrEqual(0.9 * c.real);
+    expect(Math.max(...calls.map((c) => c.real))).toBeLessThanOrEqual(WINDOW);
+  });
+});
+
 describe('a host that reports the sum of several steps as one count', () => {
   it('does not make the guard compact on every call: a one-off jump is at most an upper bound', async () => {
     // 30% of the window hidden; the host reports the sum of 1, 2 or 3 steps in turn (each within the

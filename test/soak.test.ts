@@ -76,4 +76,15 @@ describe('soak (short)', () => {
     expect(result.compactions, report).toBeGreaterThan(0);
     expect(result.violations, report).toBe(0);
   });
+
+  it('a hidden share counted first beside a large prompt, then beside a compacted one, is kept', async () => {
+    // Found by the full soak (seed 937377671): 9,358 tokens for a prompt measured at 6,154, then 7,353
+    // for the compacted prompt measured at 758 (6,761 hidden). No growth was measured between them, so
+    // each share was read at the default rate; the large prompt's read 0, the compacted prompt's count was
+    // taken for a one-off jump, and the next compaction was estimated 3,790 for a prompt counted 7,353.
+    const result = await runSoak({ seed: 937_377_671, only: 6794 });
+    const report = `${formatResult(result)}\n${result.details.map((d) => `[${d.kind}] call ${d.call}: ${d.message}`).join('\n')}`;
+    expect(result.compactions, report).toBeGreaterThan(0);
+    expect(result.violations, report).toBe(0);
+  });
 });

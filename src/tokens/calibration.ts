@@ -219,6 +219,42 @@ export function oneOffJump(state: CalibrationState, realTokens: number): number 
 }
 
 /**
+ * Visible sizes of two counted prompts far enough apart for their difference to show a rate: the
+ * smaller at most this share of the larger (closer, per-message costs and noise would make it).
+ */
+const PAIR_SIZE_SHARE = 0.5;
+
+/**
+ * The rate two counts on either side of the guard's own compaction show, when no growth measured
+ * one, and the previous count's share read at a given rate. Without growth, each count's share is
+ * read at the prior rate (the ratio, capped at the default): a guess that, when it prices the
+ * provider dearer than it is, reads the share of a large prompt as nothing, and the count of the
+ * compacted prompt that followed as a one-off jump over it (6,761 hidden tokens, counted 9,358 beside
+ * 6,154 visible then 7,353 beside 758: read 0 then 5,837, and the next compacted prompt estimated at
+ * 3,790). The hidden share is the same on both sides and the visible text shrank: the difference of
+ * the counts prices the text removed. That rate, held within the calibration's bounds and never above
+ * the prior (a larger difference is no reason to read less share), reads both counts. A difference
+ * under calibration.min (nothing, or less than nothing) is a count the bounds cannot explain with
+ * one share: both are then read at the minimum, each at most its share, and the jump between them
+ * stays a one-off (an upper bound), as it would have been.
+ */
+function acrossCompaction(
+  state: CalibrationState,
+  pending: PendingRequest,
+  realTokens: number,
+  c: ResolvedCalibration,
+): { rate: number; share: (rate: number) => number } | undefined {
+  const previous = state.reference;
+  if (state.anchor || !previous || pending.extendsAnchor) return undefined;
+  const before = previous.chars / CHARS_PER_TOKEN;
+  const after = pending.chars / CHARS_PER_TOKEN;
+  if (Math.min(before, after) > PAIR_SIZE_SHARE * Math.max(before, after)) return undefined;
+  const counted = (previous.realTokens - previous.mediaTokens - (realTokens - pending.mediaTokens)) / (before - after);
+  const rate = Math.max(c.min, Number.isFinite(counted) ? counted : c.min);
+  return { rate, share: (r) => previous.realTokens - previous.mediaTokens - before * r };
+}
+
+/**
  * Folds a real count into the calibration: the pending request becomes the anchor, and when it
  * extended the previous anchor its growth, held between 1 / STEP_OUTLIER_FACTOR and
  * STEP_OVER_FACTOR of what the growth model predicted for it, updates the model's sums, and how
@@ -264,15 +300,19 @@ export function recordRealCount(
   const next: CalibrationState = { anchor: anchorNext };
   if (growth) next.growth = growth;
   // The share this count shows beyond the visible prompt, and the smaller of it and the previous one.
-  const rate = growthModel(next, c).rate;
-  const last = realTokens - mediaTokens - (chars / CHARS_PER_TOKEN) * rate;
   // A host that rewrote its history (the request does not extend the anchor: its own compaction, a
   // new conversation on the session) may show another share: the comparison starts again. Across
   // the guard's own compactions (no anchor, a reference) it goes on: the share does not shrink with
   // the visible prompt, and a count of the compacted prompt is what shows it is real.
   const rewritten = anchor !== undefined && !pending.extendsAnchor;
   const earlier = state.hidden === undefined || rewritten ? [] : (state.hidden.recent ?? [state.hidden.last]);
-  const recent = [...earlier.slice(1 - HIDDEN_COUNTS), last];
+  const prior = growthModel(next, c).rate;
+  const across = earlier.length > 0 && !growth ? acrossCompaction(state, pending, realTokens, c) : undefined;
+  const rate = across && across.rate < prior ? across.rate : prior;
+  const last = realTokens - mediaTokens - (chars / CHARS_PER_TOKEN) * rate;
+  // The previous count read at the same rate as this one, so that the two shares compare.
+  const compared = rate < prior && across ? [...earlier.slice(0, -1), across.share(rate)] : earlier;
+  const recent = [...compared.slice(1 - HIDDEN_COUNTS), last];
   // What no rate can explain: the count beyond calibration.max × the visible text is invisible for
   // sure (a dense tokenizer stays under the bound), even seen through a single count.
   const sure = Math.max(0, realTokens - mediaTokens - (chars / CHARS_PER_TOKEN) * c.max);

@@ -499,6 +499,38 @@ describe('the invisible share', () => {
   });
 });
 
+describe('the invisible share across a compaction, no growth measured', () => {
+  /** A count of `before` characters, the guard's compaction, then a count of `after` characters. */
+  function across(before: [number, number], after: [number, number]): CalibrationState {
+    const first = pending(before[0], false);
+    const state = resetCalibration(recordRealCount({ pending: first }, first, before[1], undefined, C));
+    const second = pending(after[0], false);
+    return recordRealCount({ ...state, pending: second }, second, after[1], undefined, C);
+  }
+
+  it('reads both counts at the rate their difference shows: the share is the same on both sides', () => {
+    // 6,000 hidden tokens at 1 token per heuristic token, 20,000 visible then 1,000. At the prior rate
+    // (the first count's ratio 1.3) the first share read 0, and the compacted prompt's a jump over it.
+    const state = across([80_000, 26_000], [4_000, 7_000]);
+    expect(state.hidden?.recent).toEqual([6_000, 6_000]);
+    expect(state.hidden?.consistent).toBe(6_000);
+    expect(priceAfterReset(resetCalibration(state), C)(4_000, 0)).toBeGreaterThanOrEqual(7_000);
+  });
+
+  it('a difference under calibration.min reads both at the minimum: the jump over the first stays one-off', () => {
+    // The soak's provider counting 0.4 tokens per token measured (seed 937377671, conversation 6794).
+    const state = across([24_616, 9_358], [3_032, 7_353]);
+    expect(state.hidden?.recent).toEqual([9_358 - 6_154, 7_353 - 758]);
+    expect(state.hidden?.consistent).toBe(9_358 - 6_154);
+  });
+
+  it('prompts of close sizes, or a rate above the prior, leave the reading as it was', () => {
+    expect(across([8_000, 9_000], [6_000, 8_000]).hidden?.recent).toEqual([9_000 - 2_000 * 1.5, 8_000 - 1_500 * 1.5]);
+    // 2 tokens per token removed, priced at the prior 1.5: no more share read than before.
+    expect(across([80_000, 40_000], [4_000, 2_000]).hidden?.recent).toEqual([10_000, 500]);
+  });
+});
+
 describe('tokensPerCharAfterReset', () => {
   it('is the default per character without a reference', () => {
     expect(tokensPerCharAfterReset({}, C)).toBeCloseTo(1.5 / 4);
