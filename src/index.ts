@@ -31,6 +31,8 @@ export type * from './archive/types.ts';
 export type { ArchiveOptions, ClipArchiveOptions } from './config.ts';
 export type { CompactOptions, RecoverFromOverflowInput, RecoverFromOverflowResult } from './guard.ts';
 export { isContextLengthError, promptTokensFromError, windowFromError } from './overflow.ts';
+// Message-to-text helpers the adapters use (and custom hosts may: logging, their own tools).
+export { formatCount, oneLine, safeJson, toolOutputText } from './compaction/text.ts';
 export type { PruneOptions } from './config.ts';
 export type { FileOpsConfig } from './compaction/file-ops.ts';
 export { DEFAULT_FILE_OPS } from './compaction/file-ops.ts';

@@ -17,8 +17,15 @@ import type {
   LanguageModelV4ProviderTool,
   SharedV4FileData,
 } from '@ai-sdk/provider';
-import { oneLine, safeJson, toolOutputText } from '../../src/compaction/text.ts';
-import type { DataContent, GuardMessage, ToolDefinition, ToolResultOutput } from '../../src/messages.ts';
+import {
+  oneLine,
+  safeJson,
+  toolOutputText,
+  type DataContent,
+  type GuardMessage,
+  type ToolDefinition,
+  type ToolResultOutput,
+} from '../../src/index.ts';
 import { memoizedToolConverter } from '../shared/tool-memo.ts';
 
 /** The guard's view of one SDK prompt, and what `fromGuardMessages` needs to map it back. */

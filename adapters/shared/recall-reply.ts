@@ -2,8 +2,7 @@
 // query) and answer in text the model reads as a tool result. Every answer, empty ones included,
 // says what to do next: a model that gets "[]" back tends to call the tool again with the same input.
 import { z } from 'zod';
-import { formatCount, oneLine } from '../../src/compaction/text.ts';
-import type { ContextGuard, GuardMessage, RecalledItem } from '../../src/index.ts';
+import { formatCount, oneLine, type ContextGuard, type GuardMessage, type RecalledItem } from '../../src/index.ts';
 
 /** The recall tool's description, shared by the adapters. */
 export const RECALL_TOOL_DESCRIPTION =
