@@ -3,6 +3,7 @@
 // over the threshold, compacted before it reaches the provider; the provider's usage is recorded
 // after it. The prompt is converted to the guard's messages and back (convert.ts): what the guard
 // left alone reaches the provider as the very objects the SDK built.
+import { LRUCache } from 'lru-cache';
 import type {
   LanguageModelV3,
   LanguageModelV3CallOptions,
@@ -14,7 +15,6 @@ import type {
   LanguageModelV4Prompt,
 } from '@ai-sdk/provider';
 import type { ContextGuard, ContextGuardOptions, GuardMessage } from '../../src/index.ts';
-import { BoundedMap } from '../shared/bounded-map.ts';
 import { reportAdapterError } from '../shared/model-window.ts';
 import { retryAfterOverflow } from '../shared/overflow-retry.ts';
 import { adapterGuard, latestModelSummarizer } from '../shared/owned-guard.ts';
@@ -31,6 +31,7 @@ import {
 import { conversationKey, recordToolCalls } from './sessions.ts';
 import { guardedStream, type StreamPart } from './stream.ts';
 import { modelSummarizer } from './summarizer.ts';
+import { atMostEntries } from '../shared/bounded.ts';
 
 /** Per-call options, under `providerOptions.contextGuard`; stripped before the provider sees them. */
 export interface ContextGuardCallOptions {
@@ -87,7 +88,7 @@ interface Adapter {
   /**
    * Per session, the model of its latest call: the summarizer of a guard created here. Undefined with a shared guard.
    */
-  models: BoundedMap<string, AnyModel> | undefined;
+  models: LRUCache<string, AnyModel> | undefined;
   /** The guarded params transformParams returned → the call they belong to. */
   calls: WeakMap<object, CallInfo>;
 }
@@ -99,11 +100,11 @@ const isObject = (value: unknown): value is object => typeof value === 'object' 
 function createAdapter(options: ContextGuardMiddlewareOptions, dialect: Dialect): Adapter {
   // The summarizer of a guard created here is the model of the session's latest call, called
   // directly (not through this middleware, which would guard the summarizer's own call).
-  const models = new BoundedMap<string, AnyModel>(MAX_TRACKED_SESSIONS);
+  const models = new LRUCache<string, AnyModel>(atMostEntries(MAX_TRACKED_SESSIONS));
   const { guard, owned } = adapterGuard<AdapterOptions>(options, ['retryOnOverflow'], {
     summarizer: () =>
       latestModelSummarizer(
-        (sessionId) => models.get(sessionId),
+        (sessionId) => models.peek(sessionId),
         modelSummarizer,
         'no model is known for this session yet',
       ),

@@ -4,8 +4,9 @@
 // compact and recall tools look it up. The note is keyed by the call id AND a key of the
 // conversation the call was made in: models reuse call ids (`call_0` in every conversation), and a
 // tool of one session must never act on another's because their ids met.
+import { LRUCache } from 'lru-cache';
 import type { ContextGuard } from '../../src/index.ts';
-import { BoundedMap } from '../shared/bounded-map.ts';
+import { atMostEntries } from '../shared/bounded.ts';
 
 /** Tool calls remembered per guard (the newest); what one costs is an id, a 16-character key and a session id. */
 export const MAX_TRACKED_TOOL_CALLS = 10_000;
@@ -20,7 +21,7 @@ export interface ToolCallSession {
   derived: boolean;
 }
 
-const byGuard = new WeakMap<ContextGuard, BoundedMap<string, ToolCallSession>>();
+const byGuard = new WeakMap<ContextGuard, LRUCache<string, ToolCallSession>>();
 
 function mix(h: number, s: string): number {
   for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193) >>> 0;
@@ -85,7 +86,7 @@ export function recordToolCalls(
     if ((part as { type?: unknown })?.type !== 'tool-call') continue;
     const id = (part as { toolCallId?: unknown }).toolCallId;
     if (typeof id !== 'string') continue;
-    if (!calls) byGuard.set(guard, (calls = new BoundedMap(MAX_TRACKED_TOOL_CALLS)));
+    if (!calls) byGuard.set(guard, (calls = new LRUCache(atMostEntries(MAX_TRACKED_TOOL_CALLS))));
     key ??= conversation();
     calls.set(noteKey(id, key), session);
   }
@@ -102,5 +103,5 @@ export function sessionOfToolCall(
 ): ToolCallSession | undefined {
   const calls = byGuard.get(guard);
   if (!calls || typeof toolCallId !== 'string') return undefined;
-  return calls.get(noteKey(toolCallId, conversationKey(messages)));
+  return calls.peek(noteKey(toolCallId, conversationKey(messages)));
 }

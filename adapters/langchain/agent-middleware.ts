@@ -9,6 +9,7 @@
 // Both hooks pass the run's abort signal to the guard: an aborted run does not wait for a summary.
 // Both write the session's context (meter and compactions, the parts writeContextParts writes for AI
 // SDK UI) to the run's stream writer: `agent.stream(input, { streamMode: 'custom' })` yields them.
+import { LRUCache } from 'lru-cache';
 import { RemoveMessage, type SystemMessage, type BaseMessage } from '@langchain/core/messages';
 import { createMiddleware, type ModelRequest, type WrapModelCallHandler } from 'langchain';
 import {
@@ -19,7 +20,6 @@ import {
   type ModelUsage,
   type ToolDefinition,
 } from '../../src/index.ts';
-import { BoundedMap } from '../shared/bounded-map.ts';
 import { watchContext, type ContextGuardPart, type ContextWatch, type MeterScale } from '../shared/context-parts.ts';
 import { reportAdapterError } from '../shared/model-window.ts';
 import { retryAfterOverflow } from '../shared/overflow-retry.ts';
@@ -29,6 +29,7 @@ import { usageFromMessage } from '../shared/usage.ts';
 import { fromGuardMessages, toGuardMessages, toGuardTools } from './convert.ts';
 import { callWindow, modelIdOf, threadIdOf } from './model-info.ts';
 import { langchainSummarizer, type InvokableChatModel } from './summarizer.ts';
+import { atMostEntries } from '../shared/bounded.ts';
 
 /**
  * LangGraph's "remove all messages" id (`REMOVE_ALL_MESSAGES` in @langchain/langgraph), written
@@ -63,14 +64,14 @@ interface AgentGuard {
   guard: ContextGuard;
   sessionId: AgentMiddlewareOptions['sessionId'];
   /** Per session, the shape of its latest model call. */
-  shapes: BoundedMap<string, RequestShape>;
+  shapes: LRUCache<string, RequestShape>;
   /** Per session, what the beforeModel hook checked last, until the model call it precedes. */
-  checked: BoundedMap<string, { messages: readonly BaseMessage[]; shape: RequestShape | undefined }>;
+  checked: LRUCache<string, { messages: readonly BaseMessage[]; shape: RequestShape | undefined }>;
   /**
    * Derived ids of states this middleware rewrote, mapped to the session they belong to: without a
    * thread_id the id comes from the conversation's start, which a compaction may summarize.
    */
-  aliases: BoundedMap<string, string>;
+  aliases: LRUCache<string, string>;
 }
 
 type AgentState = { messages: BaseMessage[] };
@@ -107,7 +108,7 @@ function sessionOf(
 /** The session a conversation's start names, or the one whose state this middleware rewrote into it. */
 function derivedSession(agent: AgentGuard, messages: readonly BaseMessage[]): string {
   const derived = deriveSessionId(toGuardMessages(messages.slice(0, 8)));
-  return agent.aliases.get(derived) ?? derived;
+  return agent.aliases.peek(derived) ?? derived;
 }
 
 /**
@@ -142,7 +143,7 @@ async function compactState(agent: AgentGuard, state: AgentState, runtime: unkno
   const messages = state.messages;
   if (!Array.isArray(messages) || messages.length === 0) return undefined;
   const sessionId = sessionOf(agent, runtime, messages, 'beforeModel');
-  const shape = agent.shapes.get(sessionId);
+  const shape = agent.shapes.peek(sessionId);
   // Before this process has seen the agent's model in this session (a restored thread), the
   // window may only be known from the model's profile: wrapModelCall fits that first request,
   // and this hook compacts the state from the next call on.
@@ -183,7 +184,7 @@ async function fitRequest(agent: AgentGuard, request: ModelRequest, handler: Wra
   };
   const sessionId = sessionOf(agent, request.runtime, request.messages, 'beforeModel');
   agent.shapes.set(sessionId, shape);
-  const seen = agent.checked.get(sessionId);
+  const seen = agent.checked.peek(sessionId);
   agent.checked.delete(sessionId);
   // The request beforeModel just checked, unchanged (same messages, system message and tools): already estimated and
   // fitted.
@@ -311,13 +312,13 @@ function signalOf(runtime: unknown): AbortSignal | undefined {
  * registry by the model's name. The summarizer defaults to the agent's own model.
  */
 export function contextGuardMiddleware(options: ContextGuardAgentMiddlewareOptions = {}) {
-  const shapes = new BoundedMap<string, RequestShape>(MAX_SESSIONS);
+  const shapes = new LRUCache<string, RequestShape>(atMostEntries(MAX_SESSIONS));
   // The agent's model, seen at its latest call in this session (the first compaction of a
   // restored thread, before any call, falls back to the mechanical digest).
   const { guard } = adapterGuard<AgentMiddlewareOptions>(options, ['sessionId'], {
     summarizer: () =>
       latestModelSummarizer(
-        (sessionId) => shapes.get(sessionId)?.model,
+        (sessionId) => shapes.peek(sessionId)?.model,
         (model) => langchainSummarizer(model as InvokableChatModel),
         'the agent has not called its model yet in this session',
       ),
@@ -326,8 +327,8 @@ export function contextGuardMiddleware(options: ContextGuardAgentMiddlewareOptio
     guard,
     sessionId: options.sessionId,
     shapes,
-    checked: new BoundedMap(MAX_SESSIONS),
-    aliases: new BoundedMap(MAX_SESSIONS),
+    checked: new LRUCache(atMostEntries(MAX_SESSIONS)),
+    aliases: new LRUCache(atMostEntries(MAX_SESSIONS)),
   };
   return Object.assign(
     createMiddleware({

@@ -5,15 +5,16 @@
 // a backgrounded recording could land after the next estimate and leave calibration one call late.
 // A context-length rejection (`handleLLMError`) prepares the retry: the next beforeModel compacts.
 // It never throws: a callback that fails must not fail the model call it observes.
+import { LRUCache } from 'lru-cache';
 import { BaseCallbackHandler } from '@langchain/core/callbacks/base';
 import type { BaseMessage } from '@langchain/core/messages';
 import type { LLMResult } from '@langchain/core/outputs';
 import { isContextLengthError, type ContextGuard, type ErrorEvent, type ModelUsage } from '../../src/index.ts';
-import { BoundedMap } from '../shared/bounded-map.ts';
 import { reportAdapterError } from '../shared/model-window.ts';
 import { deriveSessionId, resolveSessionId } from '../shared/session-id.ts';
 import { usageFromLLMOutput, usageFromMessage } from '../shared/usage.ts';
 import { toGuardMessages } from './convert.ts';
+import { atMostEntries } from '../shared/bounded.ts';
 
 /** Tag of the guard's own summarizer calls: their usage is not the session's prompt. */
 export const SUMMARIZER_TAG = 'context-guard-summarizer';
@@ -90,7 +91,7 @@ export class ContextGuardCallbackHandler extends BaseCallbackHandler {
   readonly guard: ContextGuard;
   readonly sessionId: ContextGuardCallbackHandlerOptions['sessionId'];
   /** Runs seen starting, until they end: what a session function needs. Shared with copies. */
-  readonly runs: Map<string, LLMRunInfo>;
+  readonly runs: LRUCache<string, LLMRunInfo>;
 
   constructor(options: ContextGuardCallbackHandlerOptions) {
     super();
@@ -98,7 +99,7 @@ export class ContextGuardCallbackHandler extends BaseCallbackHandler {
     this.sessionId = options.sessionId;
     // LangChain's `copy()` passes the handler itself as the options: the copy shares the runs.
     const shared = (options as Partial<ContextGuardCallbackHandler>).runs;
-    this.runs = shared instanceof Map ? shared : new BoundedMap(MAX_RUNS);
+    this.runs = shared instanceof LRUCache ? shared : new LRUCache(atMostEntries(MAX_RUNS));
   }
 
   private remember(info: LLMRunInfo): void {
@@ -111,7 +112,7 @@ export class ContextGuardCallbackHandler extends BaseCallbackHandler {
    * The run that ended, forgotten; undefined for the guard's own summarizer runs, which are not the session's prompt.
    */
   private ended(runId: string, parentRunId: string | undefined, tags: string[] | undefined): LLMRunInfo | undefined {
-    const info = this.runs.get(runId) ?? runInfo(runId, parentRunId, tags);
+    const info = this.runs.peek(runId) ?? runInfo(runId, parentRunId, tags);
     this.runs.delete(runId);
     return (tags ?? info.tags).includes(SUMMARIZER_TAG) ? undefined : info;
   }

@@ -5,6 +5,7 @@
 // usage_metadata is then recorded by afterModel. A context-length rejection (before any content, when
 // streaming) is recovered once: the call is compacted and sent again. No run of its own is created:
 // the wrapped model's run, in the caller's trace, shows exactly the compacted messages the provider received.
+import { LRUCache } from 'lru-cache';
 import type { BaseLanguageModelInput } from '@langchain/core/language_models/base';
 import type { BaseChatModelCallOptions, BindToolsInput } from '@langchain/core/language_models/chat_models';
 import {
@@ -22,7 +23,6 @@ import {
   type RunnableConfig,
 } from '@langchain/core/runnables';
 import type { ContextGuard, ContextGuardOptions, GuardMessage, ModelUsage, ToolDefinition } from '../../src/index.ts';
-import { BoundedMap } from '../shared/bounded-map.ts';
 import { ownedGuardWindow, reportAdapterError } from '../shared/model-window.ts';
 import { retryAfterOverflow } from '../shared/overflow-retry.ts';
 import { adapterGuard } from '../shared/owned-guard.ts';
@@ -31,6 +31,7 @@ import { addUsage, usageFromMessage } from '../shared/usage.ts';
 import { fromGuardMessages, toGuardMessages, toGuardTools } from './convert.ts';
 import { callWindow, modelIdOf, profileWindow, threadIdOf } from './model-info.ts';
 import { langchainSummarizer, type InvokableChatModel } from './summarizer.ts';
+import { atMostEntries } from '../shared/bounded.ts';
 
 /** Which conversation a call belongs to; see {@link WithContextGuardOptions.sessionId}. */
 export type SessionIdOption = string | ((config: RunnableConfig) => string | undefined);
@@ -73,7 +74,7 @@ interface GuardedFields {
   modelId: string | undefined;
   sessionId: SessionIdOption | undefined;
   /** Per session, the config of its latest call: the default summarizer runs under it. */
-  contexts: Map<string, RunnableConfig> | undefined;
+  contexts: LRUCache<string, RunnableConfig> | undefined;
 }
 
 const MAX_CONTEXTS = 10_000;
@@ -366,12 +367,12 @@ export function withContextGuard<
 ): GuardedChatModel<CallOptions, Output> {
   const { base, binding, tools } = unwrap(chatModel);
   const modelId = modelIdOf(base);
-  let contexts: BoundedMap<string, RunnableConfig> | undefined;
+  let contexts: LRUCache<string, RunnableConfig> | undefined;
   const { guard } = adapterGuard<AdapterOptions>(options, ['sessionId'], {
     contextWindow: (core) => ownedGuardWindow(core, { modelId, contextWindow: profileWindow(base) }),
     summarizer: () => {
-      const known = (contexts = new BoundedMap(MAX_CONTEXTS));
-      return langchainSummarizer(base as InvokableChatModel, { config: ({ sessionId }) => known.get(sessionId) });
+      const known = (contexts = new LRUCache(atMostEntries(MAX_CONTEXTS)));
+      return langchainSummarizer(base as InvokableChatModel, { config: ({ sessionId }) => known.peek(sessionId) });
     },
   });
   return new GuardedChatModel<CallOptions, Output>({

@@ -2,12 +2,14 @@
 // out of the prompt (before that prompt is sent) with a receipt of what it did, and recall finds
 // them again. The archive lives beside the session state in the same store (store.ts); the search
 // index is per process (recall.ts).
+import { LRUCache } from 'lru-cache';
 import { quotedId } from '../compaction/quoted-id.ts';
 import type { CompactionMemo, View } from '../compaction/memo.ts';
 import { clipMiddle } from '../compaction/text.ts';
 import type { CompactionResult } from '../compaction/types.ts';
 import type { ContextGuardEvent } from '../events.ts';
 import type { GuardMessage } from '../messages.ts';
+import { atMostEntries } from '../state/bounded.ts';
 import type { StateStore } from '../state/store.ts';
 import { archiveItems, replacedMessages, replacementsOf } from './items.ts';
 import { RecallIndex } from './recall.ts';
@@ -78,7 +80,7 @@ export class Archive {
   private readonly store: ArchiveStore;
   private readonly index: RecallIndex;
   /** Labels given out per session in this process, so two compactions in one millisecond differ. */
-  private readonly lastLabel = new Map<string, string>();
+  private readonly lastLabel = new LRUCache<string, string>(atMostEntries(10_000));
 
   constructor(
     settings: ArchiveSettings,
@@ -109,11 +111,10 @@ export class Archive {
     let time = at;
     const id = quotedId(sessionId);
     const make = () => `compaction-batch-${id}-${new Date(time).toISOString()}`;
-    while (this.lastLabel.get(id) !== undefined && make() <= (this.lastLabel.get(id) as string)) time++;
+    const last = this.lastLabel.peek(id);
+    while (last !== undefined && make() <= last) time++;
     const label = make();
-    this.lastLabel.delete(id);
     this.lastLabel.set(id, label);
-    if (this.lastLabel.size > 10_000) this.lastLabel.delete(this.lastLabel.keys().next().value as string);
     return { label, end: new Date(time).toISOString() };
   }
 

@@ -3,6 +3,7 @@
 // shared by every process that shares the store. A write the store fails is kept in this process
 // and written with the session's next call; the archive is bounded per session, oldest batch
 // evicted first. Every failure and eviction is an event, never an exception into the agent.
+import { LRUCache } from 'lru-cache';
 import type {
   ArchiveDeferredEvent,
   ArchiveEvictedEvent,
@@ -10,6 +11,7 @@ import type {
   CompactionFencedEvent,
   StoreFailedEvent,
 } from '../events.ts';
+import { atMostEntries } from '../state/bounded.ts';
 import { recordKey } from '../state/keys.ts';
 import type { StoreOutcome } from '../state/repository.ts';
 import type { StateStore } from '../state/store.ts';
@@ -71,16 +73,20 @@ function isArchive(value: unknown): value is SessionArchive {
  * bounded footprint (a store such as Redis keeps them with a TTL instead).
  */
 export class MemoryArchives implements StateStore<unknown> {
-  private readonly entries = new Map<string, { value: SessionArchive; chars: number }>();
+  /** Least recently used first; at most `maxSessions`, and `maxTotalChars` is held by `set`. */
+  private readonly entries: LRUCache<string, { value: SessionArchive; chars: number }>;
   private total = 0;
-  private readonly maxSessions: number;
   private readonly maxTotalChars: number;
-  private readonly onEvict: (key: string, archive: SessionArchive) => void;
 
   constructor(maxSessions: number, maxTotalChars: number, onEvict: (key: string, archive: SessionArchive) => void) {
-    this.maxSessions = maxSessions;
     this.maxTotalChars = maxTotalChars;
-    this.onEvict = onEvict;
+    this.entries = new LRUCache({
+      ...atMostEntries(maxSessions),
+      disposeAfter: (entry, key, reason) => {
+        this.total -= entry.chars;
+        if (reason === 'evict') onEvict(key, entry.value);
+      },
+    });
   }
 
   /** Characters of archived text held, all sessions together. */
@@ -89,33 +95,21 @@ export class MemoryArchives implements StateStore<unknown> {
   }
 
   async get(key: string): Promise<unknown> {
-    const entry = this.entries.get(key);
-    if (!entry) return undefined;
-    this.entries.delete(key);
-    this.entries.set(key, entry);
-    return entry.value;
+    return this.entries.get(key)?.value;
   }
 
   async set(key: string, value: unknown): Promise<void> {
     if (!isArchive(value)) return;
-    await this.delete(key);
+    this.entries.delete(key);
     const chars = archiveChars(value);
-    this.entries.set(key, { value, chars });
     this.total += chars;
+    this.entries.set(key, { value, chars });
     // The oldest sessions go first; the one just written stays even when it alone is over.
-    while (this.entries.size > 1 && (this.total > this.maxTotalChars || this.entries.size > this.maxSessions)) {
-      const [oldest, entry] = this.entries.entries().next().value as [string, { value: SessionArchive; chars: number }];
-      this.entries.delete(oldest);
-      this.total -= entry.chars;
-      this.onEvict(oldest, entry.value);
-    }
+    while (this.entries.size > 1 && this.total > this.maxTotalChars) this.entries.pop();
   }
 
   async delete(key: string): Promise<void> {
-    const entry = this.entries.get(key);
-    if (!entry) return;
     this.entries.delete(key);
-    this.total -= entry.chars;
   }
 }
 
@@ -157,11 +151,18 @@ export class ArchiveStore {
    * sessions together hold at most `maxTotalChars` characters and `maxSessions` sessions (the
    * sessions that failed longest ago are dropped first, with an `archive-evicted` event).
    */
-  private readonly pending = new Map<string, Write[]>();
+  private readonly pending: LRUCache<string, Write[]>;
   private pendingChars = 0;
 
   constructor(options: ArchiveStoreOptions) {
     this.options = options;
+    this.pending = new LRUCache({
+      ...atMostEntries(options.maxSessions),
+      disposeAfter: (writes, sessionId, reason) => {
+        this.pendingChars -= writesChars(writes);
+        if (reason === 'evict') this.evictedPending(sessionId, writes);
+      },
+    });
     this.store =
       options.store ??
       new MemoryArchives(options.maxSessions, options.maxTotalChars, (key, archive) => {
@@ -180,7 +181,7 @@ export class ArchiveStore {
   async read(sessionId: string): Promise<SessionArchive> {
     const got = await this.options.call(sessionId, 'get', () => this.store.get(archiveKey(sessionId)));
     const stored = got.ok && isArchive(got.value) ? got.value : undefined;
-    const waiting = this.pending.get(sessionId);
+    const waiting = this.pending.peek(sessionId);
     return waiting ? this.merged(stored ?? emptyArchive(), waiting).archive : (stored ?? emptyArchive());
   }
 
@@ -190,13 +191,13 @@ export class ArchiveStore {
    * call writes them).
    */
   async write(sessionId: string, batches: ArchiveBatch[], receipt: CompactionReceipt | undefined): Promise<void> {
-    const waiting = [...(this.pending.get(sessionId) ?? []), { batches, receipt }];
+    const waiting = [...(this.pending.peek(sessionId) ?? []), { batches, receipt }];
     await this.commit(sessionId, waiting, false);
   }
 
   /** Writes what the store failed earlier; a no-op when nothing waits. */
   async flush(sessionId: string): Promise<void> {
-    const waiting = this.pending.get(sessionId);
+    const waiting = this.pending.peek(sessionId);
     if (waiting) await this.commit(sessionId, waiting, true);
   }
 
@@ -252,27 +253,23 @@ export class ArchiveStore {
   }
 
   private forgetPending(sessionId: string): void {
-    const waiting = this.pending.get(sessionId);
-    if (!waiting) return;
     this.pending.delete(sessionId);
-    this.pendingChars -= writesChars(waiting);
   }
 
   /** Keeps a session's waiting writes as the newest, within the bound on all sessions' together. */
   private keepPending(sessionId: string, waiting: Write[]): void {
     this.forgetPending(sessionId);
-    this.pending.set(sessionId, waiting);
     this.pendingChars += writesChars(waiting);
-    while (
-      this.pending.size > 1 &&
-      (this.pendingChars > this.options.maxTotalChars || this.pending.size > this.options.maxSessions)
-    ) {
-      const [oldest, writes] = this.pending.entries().next().value as [string, Write[]];
-      this.forgetPending(oldest);
-      const labels = writes.flatMap((w) => w.batches.map((b) => b.label));
-      const chars = writes.reduce((n, w) => n + w.batches.reduce((m, b) => m + b.chars, 0), 0);
-      if (labels.length > 0) this.options.emit({ type: 'archive-evicted', sessionId: oldest, labels, chars });
-    }
+    this.pending.set(sessionId, waiting);
+    // Past `maxSessions` the cache drops the oldest itself; past `maxTotalChars`, oldest first too.
+    while (this.pending.size > 1 && this.pendingChars > this.options.maxTotalChars) this.pending.pop();
+  }
+
+  /** The waiting writes of a session dropped for the bound: an `archive-evicted` event says what was lost. */
+  private evictedPending(sessionId: string, writes: Write[]): void {
+    const labels = writes.flatMap((w) => w.batches.map((b) => b.label));
+    const chars = writes.reduce((n, w) => n + w.batches.reduce((m, b) => m + b.chars, 0), 0);
+    if (labels.length > 0) this.options.emit({ type: 'archive-evicted', sessionId, labels, chars });
   }
 
   /** `archive` with the waiting writes added (each batch once, by label) and the bound applied. */

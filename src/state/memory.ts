@@ -1,5 +1,7 @@
 // The default store: a bounded in-memory map that evicts the least recently used session, so a
 // long-running server with many short conversations keeps a constant footprint.
+import { LRUCache } from 'lru-cache';
+import { atMostEntries } from './bounded.ts';
 import type { StateStore } from './store.ts';
 
 export interface MemoryStoreOptions {
@@ -9,15 +11,14 @@ export interface MemoryStoreOptions {
 
 export class MemoryStore<T> implements StateStore<T> {
   readonly maxSessions: number;
-  // A Map iterates in insertion order; re-inserting on every access keeps the oldest entry first.
-  private readonly entries = new Map<string, T>();
-  /** The key last moved to the end of `entries` (the most recently used), while it is there. */
-  private newest: string | undefined;
+  // A read and a write both make the session the most recently used.
+  private readonly entries: LRUCache<string, T & {}>;
 
   constructor(options: MemoryStoreOptions = {}) {
     const max = options.maxSessions ?? 10_000;
     if (!Number.isInteger(max) || max < 1) throw new RangeError('MemoryStore: maxSessions must be a whole number >= 1');
     this.maxSessions = max;
+    this.entries = new LRUCache(atMostEntries(max));
   }
 
   get size(): number {
@@ -34,30 +35,16 @@ export class MemoryStore<T> implements StateStore<T> {
 
   /** `get` without a promise: the guard's per-call path reads its default store synchronously. */
   getNow(sessionId: string): T | undefined {
-    const value = this.entries.get(sessionId);
-    // Moved to the end unless it is there already (the session of every call, in a busy loop).
-    if (value !== undefined && sessionId !== this.newest) {
-      this.entries.delete(sessionId);
-      this.entries.set(sessionId, value);
-      this.newest = sessionId;
-    }
-    return value;
+    return this.entries.get(sessionId);
   }
 
   /** `set` without a promise. */
   setNow(sessionId: string, value: T): void {
-    // A key set again keeps its place in the map: moved to the end only when not there already.
-    if (sessionId !== this.newest) this.entries.delete(sessionId);
-    this.entries.set(sessionId, value);
-    this.newest = sessionId;
-    while (this.entries.size > this.maxSessions) {
-      const oldest = this.entries.keys().next().value as string;
-      this.entries.delete(oldest);
-    }
+    // A store holds values; `undefined` (which the cache would take as a delete) is not one.
+    this.entries.set(sessionId, value as T & {});
   }
 
   async delete(sessionId: string): Promise<void> {
     this.entries.delete(sessionId);
-    if (sessionId === this.newest) this.newest = undefined;
   }
 }
