@@ -200,7 +200,7 @@ async function fitRequest(agent: AgentGuard, request: ModelRequest, handler: Wra
   } finally {
     // The meter as the session's status has it after the call, when the count heard here could not
     // be drawn (no window known for this request: then the status has the one the guard used).
-    await watch?.finish(true);
+    await watch?.finish({ onlyMissed: true });
   }
 }
 

@@ -201,7 +201,7 @@ const MEDIA_BLOCKS = new Set([
 ]);
 
 /** The guard part for a media block (image or file), or the block itself when it cannot be read. */
-function mediaPart(block: Block, fileOnly: boolean): Part {
+function mediaPart(block: Block, { fileOnly }: { fileOnly: boolean }): Part {
   let media: Media | { text: string } | undefined;
   let providerOptions: Record<string, Record<string, unknown>> | undefined;
   if (block.type === 'image_url' || block.type === 'input_image') {
@@ -252,7 +252,7 @@ function outputItem(block: unknown): Part {
   const b = block as Block;
   if (b.type === 'text' && typeof b['text'] === 'string') return b;
   if (typeof b.type !== 'string' || !MEDIA_BLOCKS.has(b.type)) return b;
-  const part = mediaPart(b, false);
+  const part = mediaPart(b, { fileOnly: false });
   if (part === b) return b;
   const item: Part =
     part.type === 'image'
@@ -295,7 +295,7 @@ function userPart(block: unknown): Part {
   if (!isObject(block)) return block as Part;
   const b = block as Block;
   if (b.type === 'text' || typeof b.type !== 'string' || !MEDIA_BLOCKS.has(b.type)) return b;
-  const part = mediaPart(b, false);
+  const part = mediaPart(b, { fileOnly: false });
   if (part !== b) origins.set(part, b);
   return part;
 }
@@ -354,7 +354,7 @@ function assistantContent(message: BaseMessage): string | Part[] {
       };
       contentCalls.add(part);
     } else if (typeof b.type === 'string' && MEDIA_BLOCKS.has(b.type)) {
-      part = mediaPart(b, true);
+      part = mediaPart(b, { fileOnly: true });
     }
     if (part !== b) origins.set(part, b);
     parts.push(part);
@@ -606,7 +606,7 @@ function blockOf(part: Part, originals: ReadonlySet<Part> = new Set()): unknown 
 }
 
 /** A string when every block is plain text and the original was a string too. */
-function contentOf(parts: unknown[], preferString: boolean): string | unknown[] {
+function contentOf(parts: unknown[], { preferString }: { preferString: boolean }): string | unknown[] {
   const plain = parts.every(
     (b) => isObject(b) && b['type'] === 'text' && typeof b['text'] === 'string' && Object.keys(b).length === 2,
   );
@@ -646,7 +646,9 @@ function buildAssistant(
             !blocks.includes(b),
         )
       : [];
-    content = contentOf([...blocks, ...repeated], typeof source?.content === 'string' || source === undefined);
+    content = contentOf([...blocks, ...repeated], {
+      preferString: typeof source?.content === 'string' || source === undefined,
+    });
   }
   const fields = kept(source);
   // Raw OpenAI tool calls in additional_kwargs are sent when `tool_calls` is empty: keep only the unchanged ones.
@@ -729,7 +731,12 @@ function build(message: GuardMessage): BaseMessage[] {
       return buildTools(restored.parts as unknown as ToolResultPart[], same);
     default: {
       const blocks = restored.parts.map((p) => blockOf(p, restored.originals));
-      return [new HumanMessage({ ...kept(same), content: contentOf(blocks, false) as HumanMessage['content'] })];
+      return [
+        new HumanMessage({
+          ...kept(same),
+          content: contentOf(blocks, { preferString: false }) as HumanMessage['content'],
+        }),
+      ];
     }
   }
 }

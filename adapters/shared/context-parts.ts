@@ -3,7 +3,13 @@
 // compaction (`data-context-guard-compaction`). The AI SDK adapter writes them into a UI message
 // stream (writeContextParts), the LangChain agent middleware into LangGraph's custom stream mode;
 // both hear the session through guard.subscribe.
-import type { CompactionReason, CompactionStep, ContextGuard, ContextGuardEvent } from '../../src/index.ts';
+import type {
+  CompactionEndEvent,
+  CompactionReason,
+  CompactionStep,
+  ContextGuard,
+  ContextGuardEvent,
+} from '../../src/index.ts';
 
 /** The meter: how full the context of the session is. */
 export interface ContextGuardMeter {
@@ -84,7 +90,24 @@ export interface ContextWatch {
    * With `onlyMissed`, the status is read only when a count was heard that could not be written (no
    * window known to draw it against).
    */
-  finish(onlyMissed?: boolean): Promise<void>;
+  finish(options?: { onlyMissed?: boolean }): Promise<void>;
+}
+
+/** The part of the `count`-th compaction a watch with this `id` heard. */
+function compactionPart(id: string, count: number, event: CompactionEndEvent): ContextGuardPart {
+  const { strategy, reason, tokensBefore, tokensAfter, receipt } = event;
+  return {
+    type: 'data-context-guard-compaction',
+    id: `${id}-compaction-${receipt?.at ?? ''}-${count}`,
+    data: {
+      strategy,
+      reason,
+      tokensBefore,
+      tokensAfter,
+      label: compactionLabel(strategy, tokensBefore, tokensAfter),
+      archive: [...(receipt?.archive ?? [])],
+    },
+  };
 }
 
 /** Hears one session of `guard` and writes its meter and compactions with `write` until stopped. */
@@ -127,24 +150,11 @@ export function watchContext(
         if (event.contextWindow !== undefined && event.threshold !== undefined)
           meter(event.tokens, 'estimate', { threshold: event.threshold, contextWindow: event.contextWindow });
         return;
-      case 'compaction-end': {
-        const { strategy, reason, tokensBefore, tokensAfter, receipt } = event;
+      case 'compaction-end':
         compactions += 1;
-        safeWrite({
-          type: 'data-context-guard-compaction',
-          id: `${id}-compaction-${receipt?.at ?? ''}-${compactions}`,
-          data: {
-            strategy,
-            reason,
-            tokensBefore,
-            tokensAfter,
-            label: compactionLabel(strategy, tokensBefore, tokensAfter),
-            archive: [...(receipt?.archive ?? [])],
-          },
-        });
-        meter(tokensAfter, 'estimate');
+        safeWrite(compactionPart(id, compactions, event));
+        meter(event.tokensAfter, 'estimate');
         return;
-      }
       case 'usage-recorded':
         meter(event.inputTokens + (event.outputTokens ?? 0), 'provider');
         return;
@@ -159,7 +169,7 @@ export function watchContext(
     stopped = true;
     unsubscribe();
   };
-  const finish = async (onlyMissed = false): Promise<void> => {
+  const finish = async ({ onlyMissed = false } = {}): Promise<void> => {
     stop();
     if (onlyMissed && !missed) return;
     let status: Awaited<ReturnType<ContextGuard['status']>>;

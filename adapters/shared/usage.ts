@@ -22,20 +22,23 @@ function safely<T>(read: (value: unknown) => T | undefined, value: unknown): T |
   }
 }
 
-/** An AI SDK token count: a number (older shapes), or V3/V4's `{ total, noCache, cacheRead, cacheWrite }`. */
-function aiSdkCount(count: unknown, withParts: boolean): number | undefined {
+/** An AI SDK token count: a number (older shapes), or the `total` of V3/V4's `{ total, noCache, cacheRead, cacheWrite }`. */
+function aiSdkCount(count: unknown): number | undefined {
   if (typeof count === 'number') return count;
-  if (!isRecord(count)) return undefined;
-  if (typeof count['total'] === 'number') return count['total'];
-  // No total: the prompt is its uncached part plus what was read from and written to the cache.
-  if (!withParts || typeof count['noCache'] !== 'number') return undefined;
+  return isRecord(count) && typeof count['total'] === 'number' ? count['total'] : undefined;
+}
+
+/** The prompt's AI SDK count: its total, or with no total, its uncached part plus what was read from and written to the cache. */
+function aiSdkInputCount(count: unknown): number | undefined {
+  const total = aiSdkCount(count);
+  if (total !== undefined || !isRecord(count) || typeof count['noCache'] !== 'number') return total;
   return count['noCache'] + (numberOr(count['cacheRead']) ?? 0) + (numberOr(count['cacheWrite']) ?? 0);
 }
 
 /** The usage of an AI SDK call (a generate result's or a stream's finish part's `usage`, V3 or V4). */
 export function usageFromAiSdk(value: unknown): ModelUsage | undefined {
   return safely(
-    (u) => (isRecord(u) ? usage(aiSdkCount(u['inputTokens'], true), aiSdkCount(u['outputTokens'], false)) : undefined),
+    (u) => (isRecord(u) ? usage(aiSdkInputCount(u['inputTokens']), aiSdkCount(u['outputTokens'])) : undefined),
     value,
   );
 }

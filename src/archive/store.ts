@@ -192,13 +192,13 @@ export class ArchiveStore {
    */
   async write(sessionId: string, batches: ArchiveBatch[], receipt: CompactionReceipt | undefined): Promise<void> {
     const waiting = [...(this.pending.peek(sessionId) ?? []), { batches, receipt }];
-    await this.commit(sessionId, waiting, false);
+    await this.commit(sessionId, waiting, { deferred: false });
   }
 
   /** Writes what the store failed earlier; a no-op when nothing waits. */
   async flush(sessionId: string): Promise<void> {
     const waiting = this.pending.peek(sessionId);
-    if (waiting) await this.commit(sessionId, waiting, true);
+    if (waiting) await this.commit(sessionId, waiting, { deferred: true });
   }
 
   /** Characters of the writes waiting in this process, all sessions together. */
@@ -211,7 +211,7 @@ export class ArchiveStore {
     await this.options.call(sessionId, 'delete', () => this.store.delete(archiveKey(sessionId)));
   }
 
-  private async commit(sessionId: string, waiting: Write[], deferred: boolean): Promise<void> {
+  private async commit(sessionId: string, waiting: Write[], { deferred }: { deferred: boolean }): Promise<void> {
     const key = archiveKey(sessionId);
     let evicted: string[] = [];
     let evictedChars = 0;

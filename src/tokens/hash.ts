@@ -127,14 +127,19 @@ const V_OTHER = 0x1_0107;
 const framed = (h: number, tag: number, s: string): number => mix(hashString(mix(h, tag), s), V_END);
 
 /**
- * A value of unknown shape, walked key by key. `media`: the value is the data of an image or file
- * (a base64 string, bytes, a URL), of which only the length and first characters are hashed.
+ * What a value is: `media-data`, the data of an image or file (a base64 string, bytes, a URL), of
+ * which only the length and first characters are hashed; any other `value` is hashed whole.
+ */
+type ValueKind = 'media-data' | 'value';
+
+/**
+ * A value of unknown shape, walked key by key; media data sampled (see ValueKind).
  * `ancestors` holds the objects on the path from the root: a value that contains itself (a cyclic
  * tool input) hashes the back-reference as a marker instead of recursing forever.
  */
-function hashValue(h: number, value: unknown, media: boolean, ancestors: object[]): number {
+function hashValue(h: number, value: unknown, kind: ValueKind, ancestors: object[]): number {
   if (typeof value === 'string') {
-    return media && value.length > DATA_SAMPLE
+    return kind === 'media-data' && value.length > DATA_SAMPLE
       ? framed(framed(h, V_SAMPLED, String(value.length)), V_STRING, value.slice(0, DATA_SAMPLE))
       : framed(h, V_STRING, value);
   }
@@ -150,7 +155,7 @@ function hashValue(h: number, value: unknown, media: boolean, ancestors: object[
   if (!isArray && Object.getPrototypeOf(value) !== Object.prototype) {
     if (value instanceof Uint8Array)
       return framed(h, V_OTHER, `bytes:${value.byteLength}:${value.subarray(0, DATA_SAMPLE).join(',')}`);
-    if (value instanceof ArrayBuffer) return hashValue(h, new Uint8Array(value), media, ancestors);
+    if (value instanceof ArrayBuffer) return hashValue(h, new Uint8Array(value), kind, ancestors);
     if (value instanceof URL) return framed(h, V_OTHER, `url:${value.href}`);
   }
   if (ancestors.includes(value)) return framed(h, V_OTHER, `<cycle:${ancestors.length - ancestors.indexOf(value)}>`);
@@ -159,7 +164,7 @@ function hashValue(h: number, value: unknown, media: boolean, ancestors: object[
   if (isArray) {
     h = mix(h, V_ARRAY);
     // By index: the same items as an array's iterator gives (holes too), with no iterator results.
-    for (let i = 0; i < value.length; i++) h = hashValue(h, value[i], false, ancestors);
+    for (let i = 0; i < value.length; i++) h = hashValue(h, value[i], 'value', ancestors);
   } else {
     h = mix(h, V_OBJECT);
     // The data of an item that names its media type (an image in a tool's `content` output).
@@ -168,7 +173,8 @@ function hashValue(h: number, value: unknown, media: boolean, ancestors: object[
     for (const k in value) {
       if (!Object.hasOwn(value, k)) continue;
       h = framed(h, V_KEY, k);
-      h = hashValue(h, (value as Record<string, unknown>)[k], withMedia && (k === 'data' || k === 'image'), ancestors);
+      const kind = withMedia && (k === 'data' || k === 'image') ? 'media-data' : 'value';
+      h = hashValue(h, (value as Record<string, unknown>)[k], kind, ancestors);
     }
   }
   ancestors.pop();
@@ -206,9 +212,10 @@ const VALUE = 0x1_0013;
 type Fields = Record<string, unknown>;
 
 /** One field: its tag, then its text, or its value walked (media data sampled: length and head). */
-function field(h: number, tag: number, value: unknown, media = false): number {
-  if (typeof value === 'string' && !(media && value.length > DATA_SAMPLE)) return hashString(mix(h, tag), value);
-  return hashValue(mix(mix(h, tag), VALUE), value, media, path);
+function field(h: number, tag: number, value: unknown, kind: ValueKind = 'value'): number {
+  if (typeof value === 'string' && !(kind === 'media-data' && value.length > DATA_SAMPLE))
+    return hashString(mix(h, tag), value);
+  return hashValue(mix(mix(h, tag), VALUE), value, kind, path);
 }
 
 /** Options are hashed when set: a part without them and one with them undefined are the same. */
@@ -238,10 +245,10 @@ function hashPart(h: number, part: unknown): number {
     }
     case 'image':
       h = withOptions(field(h, PART, type), p['providerOptions']);
-      return field(field(h, DATA, p['image'], true), MEDIA_TYPE, p['mediaType']);
+      return field(field(h, DATA, p['image'], 'media-data'), MEDIA_TYPE, p['mediaType']);
     case 'file':
       h = withOptions(field(h, PART, type), p['providerOptions']);
-      h = field(field(h, DATA, p['data'], true), MEDIA_TYPE, p['mediaType']);
+      h = field(field(h, DATA, p['data'], 'media-data'), MEDIA_TYPE, p['mediaType']);
       return field(h, FILENAME, p['filename']);
     default:
       // A part of unknown shape: every key of it.

@@ -264,8 +264,13 @@ const VARIANT_TAGS: ReadonlySet<string> = new Set([
  * Override keys go through the same function, so any of these spellings works there too.
  */
 export function normalizeModelId(modelId: string): string {
-  let id = modelId.trim().toLowerCase();
+  const id = withoutRoute(modelId.trim().toLowerCase());
+  return withoutSnapshot(familySpelling(withColonTags(bedrockModel(id))));
+}
 
+/** The model name at the end of a route, without Vertex AI's version pin or a fine-tune's decoration. */
+function withoutRoute(modelId: string): string {
+  let id = modelId;
   // Path-like ids: gateway routes (`openai/gpt-4o`, `openrouter/anthropic/claude-3.5-sonnet`),
   // Hugging Face repos (`meta-llama/Llama-3.3-70B-Instruct-Turbo`), Google resource names
   // (`models/gemini-2.5-pro`), Fireworks (`accounts/fireworks/models/...`) and Bedrock ARNs all
@@ -282,40 +287,49 @@ export function normalizeModelId(modelId: string): string {
     const end = id.indexOf(':', 3);
     id = end >= 0 ? id.slice(3, end) : id.slice(3);
   }
+  return id;
+}
 
-  const bedrock = BEDROCK_PREFIX.exec(id);
-  if (bedrock) {
-    id = id.slice(bedrock[0].length);
-    // Claude 2 on Bedrock is `claude-v2` (2.0) and `claude-v2:1` (2.1).
-    id = id.replace(/^claude-v(\d+)(?::(\d+))?/, (_m, major: string, minor: string | undefined) =>
-      minor && minor !== '0' ? `claude-${major}.${minor}` : `claude-${major}`,
-    );
-    id = id.replace(/^claude-instant-v(\d+)/, 'claude-instant-$1');
-    // The model version before the colon (`-v1:0`, gpt-oss's `-1:0`). Only stripped here: elsewhere
-    // `-v3` is part of the name (deepseek-v3).
-    id = id.replace(/-v?\d+(?=:\d)/, '');
-    // DeepSeek on Bedrock is `deepseek.r1-v1:0` / `deepseek.v3-v1:0`.
-    if (bedrock[1] === 'deepseek' && !id.startsWith('deepseek')) id = `deepseek-${id}`;
+/** A Bedrock id without its region, vendor and version (`us.anthropic.claude-sonnet-4-20250514-v1:0`). */
+function bedrockModel(modelId: string): string {
+  const bedrock = BEDROCK_PREFIX.exec(modelId);
+  if (!bedrock) return modelId;
+  let id = modelId.slice(bedrock[0].length);
+  // Claude 2 on Bedrock is `claude-v2` (2.0) and `claude-v2:1` (2.1).
+  id = id.replace(/^claude-v(\d+)(?::(\d+))?/, (_m, major: string, minor: string | undefined) =>
+    minor && minor !== '0' ? `claude-${major}.${minor}` : `claude-${major}`,
+  );
+  id = id.replace(/^claude-instant-v(\d+)/, 'claude-instant-$1');
+  // The model version before the colon (`-v1:0`, gpt-oss's `-1:0`). Only stripped here: elsewhere
+  // `-v3` is part of the name (deepseek-v3).
+  id = id.replace(/-v?\d+(?=:\d)/, '');
+  // DeepSeek on Bedrock is `deepseek.r1-v1:0` / `deepseek.v3-v1:0`.
+  if (bedrock[1] === 'deepseek' && !id.startsWith('deepseek')) id = `deepseek-${id}`;
+  return id;
+}
+
+/**
+ * Colon tags: variant tags and numeric ones (Bedrock's `:0`, `:0:200k`) are dropped; anything else
+ * names a size or a build (Ollama's `llama3.1:8b`, `gemma3:1b`) and is kept as a `-` suffix, since
+ * a size can change the window (Gemma 3 1B has 32k, the larger ones 128k).
+ */
+function withColonTags(modelId: string): string {
+  const colon = modelId.indexOf(':');
+  if (colon < 0) return modelId;
+  let id = modelId.slice(0, colon);
+  for (const tag of modelId.slice(colon + 1).split(':')) {
+    if (tag === '' || VARIANT_TAGS.has(tag) || /^\d+k?$/.test(tag)) continue;
+    id += `-${tag}`;
   }
+  return id;
+}
 
-  // Colon tags: variant tags and numeric ones (Bedrock's `:0`, `:0:200k`) are dropped; anything else
-  // names a size or a build (Ollama's `llama3.1:8b`, `gemma3:1b`) and is kept as a `-` suffix, since
-  // a size can change the window (Gemma 3 1B has 32k, the larger ones 128k).
-  const colon = id.indexOf(':');
-  if (colon >= 0) {
-    const tags = id.slice(colon + 1).split(':');
-    id = id.slice(0, colon);
-    for (const tag of tags) {
-      if (tag === '' || VARIANT_TAGS.has(tag) || /^\d+k?$/.test(tag)) continue;
-      id += `-${tag}`;
-    }
-  }
-
-  // The providers' own spelling of families that hosts respell.
+/** The providers' own spelling of families that hosts respell. */
+function familySpelling(modelId: string): string {
   // Llama: `llama3-1-70b` (Bedrock), `llama-v3p1-70b` (Fireworks), `llama3.1` (Ollama),
   // `meta-llama-3.1-8b` (Hugging Face) → `llama-3.1-...`. A single-digit minor version must be
   // followed by a separator, so `llama3-70b` stays Llama 3 rather than becoming 3.7.
-  id = id.replace(
+  let id = modelId.replace(
     /^(?:meta-)?llama-?v?(\d+)(?:[.p-](\d)(?![\da-z]))?/,
     (_m, major: string, minor: string | undefined) => (minor ? `llama-${major}.${minor}` : `llama-${major}`),
   );
@@ -326,15 +340,20 @@ export function normalizeModelId(modelId: string): string {
   // Anthropic hyphenates versions (claude-3-5-sonnet, claude-sonnet-4-5); OpenRouter and others
   // write dots (claude-3.5-sonnet, claude-sonnet-4.5).
   if (id.startsWith('claude')) id = id.replace(/(\d)\.(?=\d)/g, '$1-');
+  return id;
+}
 
-  // Moving aliases and dated snapshots share the window of their model: `-latest`,
-  // `-2024-08-06` (OpenAI), `-20250514` (Anthropic).
+/**
+ * Moving aliases and dated snapshots share the window of their model: `-latest`, `-2024-08-06`
+ * (OpenAI), `-20250514` (Anthropic).
+ */
+function withoutSnapshot(modelId: string): string {
+  let id = modelId;
   for (;;) {
     const next = id.replace(/-latest$/, '').replace(/-(?:\d{4}-\d{2}-\d{2}|\d{8})$/, '');
-    if (next === id) break;
+    if (next === id) return id;
     id = next;
   }
-  return id;
 }
 
 function isAlphanumeric(code: number): boolean {
