@@ -229,6 +229,29 @@ describe('readImageDimensions', () => {
   });
 });
 
+describe('readImageDimensions on a view of a larger buffer', () => {
+  // A caller's subarray, or a Buffer from Node's shared pool, sits in a larger ArrayBuffer: the sizes
+  // must come from the bytes of the view only (a parser reading through `view.buffer` would take
+  // them from whatever follows: the rest of a file, or another buffer of the pool).
+  it('reads nothing past the end of the view: a header cut short is unknown, never read from what follows (property)', () => {
+    const images = [png(1024, 768), gif(320, 200), webpLossy(640, 480), webpExtended(5000, 2000), jpeg(4032, 3024)];
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...images),
+        fc.nat(),
+        fc.uint8Array({ minLength: 64, maxLength: 64 }),
+        (image, n, after) => {
+          const whole = bytes([...image], [...after]);
+          const cut = n % (image.length + 1);
+          const view = whole.subarray(0, cut);
+          expect(readImageDimensions(view)).toEqual(readImageDimensions(view.slice()));
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+});
+
 // ---- providers and formulas -------------------------------------------------------------------
 
 describe('mediaProviderForModel', () => {
