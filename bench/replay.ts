@@ -7,7 +7,10 @@
 //   node bench/replay.ts --calls 1000,20000
 //
 // Each row is one replay in a fresh process (this script runs itself per row), so that one row's
-// heap does not carry into the next: wall time, and the process's peak resident memory.
+// heap does not carry into the next: wall time, CPU time (user + system: what the replay costs on a
+// machine other processes share), the process's peak resident memory, and the largest heap in use
+// (sampled every 500 calls: the transcript, the guard's per-message measures, the report, and what
+// the collector has not reclaimed yet).
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -47,18 +50,39 @@ if (process.argv[2] === '--row') {
   const file = process.argv[3] as string;
   const { replay } = await import('../cli/replay.ts');
   const started = performance.now();
-  const report = await replay({ file, window: 200_000, summarizer: 'mechanical' });
+  // The heap in use, sampled every 1,000 steps (two per call): its largest is the row's peak heap.
+  let peakHeap = 0;
+  const report = await replay({
+    file,
+    window: 200_000,
+    summarizer: 'mechanical',
+    onProgress: (done) => {
+      if (done % 1_000 === 0) peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed);
+    },
+  });
   const seconds = (performance.now() - started) / 1_000;
-  const peakMb = process.resourceUsage().maxRSS / 1_024;
+  const usage = process.resourceUsage();
+  const cpuSeconds = (usage.userCPUTime + usage.systemCPUTime) / 1e6;
+  const peakMb = usage.maxRSS / 1_024;
+  const heapMb = Math.max(peakHeap, process.memoryUsage().heapUsed) / 1e6;
   console.log(
-    JSON.stringify({ calls: report.summary.calls, compactions: report.summary.compactions, seconds, peakMb }),
+    JSON.stringify({
+      calls: report.summary.calls,
+      compactions: report.summary.compactions,
+      seconds,
+      cpuSeconds,
+      peakMb,
+      heapMb,
+    }),
   );
 } else {
   const counts = (option('--calls') ?? '1000,10000,100000').split(',').map(Number);
   const dir = mkdtempSync(join(tmpdir(), 'cg-replay-bench-'));
   console.log(`node ${process.version}; one fresh process per row`);
-  console.log('| calls | file MB | compactions | replay s | s per 1,000 calls | peak RSS MB |');
-  console.log('|---:|---:|---:|---:|---:|---:|');
+  console.log(
+    '| calls | file MB | compactions | replay s | CPU s | CPU s per 1,000 calls | peak RSS MB | peak heap MB |',
+  );
+  console.log('|---:|---:|---:|---:|---:|---:|---:|---:|');
   try {
     for (const calls of counts) {
       const file = join(dir, `session-${calls}.json`);
@@ -80,12 +104,21 @@ if (process.argv[2] === '--row') {
             .split('\n')
             .find((l) => /heap|memory|Error/.test(l)) ?? `exit ${child.status}`
         ).slice(0, 80);
-        console.log(`| ${calls.toLocaleString('en-US')} | ${(text.length / 1e6).toFixed(1)} | | failed: ${why} | | |`);
+        console.log(
+          `| ${calls.toLocaleString('en-US')} | ${(text.length / 1e6).toFixed(1)} | | failed: ${why} | | | | |`,
+        );
         continue;
       }
-      const r = JSON.parse(line) as { calls: number; compactions: number; seconds: number; peakMb: number };
+      const r = JSON.parse(line) as {
+        calls: number;
+        compactions: number;
+        seconds: number;
+        cpuSeconds: number;
+        peakMb: number;
+        heapMb: number;
+      };
       console.log(
-        `| ${calls.toLocaleString('en-US')} | ${(text.length / 1e6).toFixed(1)} | ${r.compactions} | ${r.seconds.toFixed(1)} | ${((r.seconds * 1_000) / calls).toFixed(2)} | ${r.peakMb.toFixed(0)} |`,
+        `| ${calls.toLocaleString('en-US')} | ${(text.length / 1e6).toFixed(1)} | ${r.compactions} | ${r.seconds.toFixed(1)} | ${r.cpuSeconds.toFixed(1)} | ${((r.cpuSeconds * 1_000) / calls).toFixed(2)} | ${r.peakMb.toFixed(0)} | ${r.heapMb.toFixed(0)} |`,
       );
     }
   } finally {

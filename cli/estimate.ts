@@ -6,7 +6,7 @@
 // far above every prompt, so this measures estimation, not compaction. Next to the guard's estimate,
 // a second guard with exact counting off gives the plain chars/4 heuristic of the same prompt.
 import { type ContextGuardOptions, createContextGuard, type EstimateEvent } from '../src/index.ts';
-import type { Transcript } from './transcripts/types.ts';
+import { GrowingPrompt, type Transcript } from './transcripts/types.ts';
 
 export interface CallEstimate {
   /** index of the call in its transcript */
@@ -38,6 +38,8 @@ export interface EstimateOptions {
   exactCounting?: ContextGuardOptions['exactCounting'];
   /** called after each call (progress) */
   onCall?: (index: number) => void;
+  /** hands each call its prompt (one that counts what it copies, in a test) */
+  prompts?: GrowingPrompt;
 }
 
 /** Replays `transcript` through the guard for its estimates; one entry per call, in order. */
@@ -54,9 +56,10 @@ export async function estimateCalls(transcript: Transcript, options: EstimateOpt
     },
   });
   const out: CallEstimate[] = [];
+  const prompts = options.prompts ?? new GrowingPrompt();
   for (const [index, call] of transcript.calls.entries()) {
-    // Made once for this call (the parser's calls share one history).
-    const messages = call.messages;
+    // The last call's array grown by what this call added (the parser's calls share one history).
+    const messages = prompts.of(call);
     const r = await guard.beforeModel({
       sessionId: transcript.file,
       modelId: transcript.modelId,

@@ -12,7 +12,13 @@
 //   never saw the prompt the guard sent, so its count would not describe it).
 import { type ContextGuardOptions, createContextGuard, resolveModelInfo, thresholdFor } from '../src/index.ts';
 import { type CallEstimate, type ErrorSummary, estimateCalls, isPlausibleCount, summarizeErrors } from './estimate.ts';
-import { type ParseIssue, readTranscript, type Transcript, type TranscriptFormat } from './transcripts/index.ts';
+import {
+  GrowingPrompt,
+  type ParseIssue,
+  readTranscript,
+  type Transcript,
+  type TranscriptFormat,
+} from './transcripts/index.ts';
 
 export interface ReplayOptions {
   file: string;
@@ -37,6 +43,8 @@ export interface ReplayOptions {
   minCallsBetween?: number;
   /** progress: `done` of `total` steps (two per call) */
   onProgress?: (done: number, total: number) => void;
+  /** hands each call its prompt, in each pass (one that counts what it copies, in a test) */
+  prompts?: () => GrowingPrompt;
 }
 
 export interface ReplayCompaction {
@@ -179,6 +187,7 @@ export async function replayTranscript(transcript: Transcript, options: ReplayOp
   const estimates = await estimateCalls(transcript, {
     ...(options.exactCounting !== undefined ? { exactCounting: options.exactCounting } : {}),
     onCall: step,
+    ...(options.prompts ? { prompts: options.prompts() } : {}),
   });
 
   let fixedOver: ReplaySummary['fixedOverThreshold'];
@@ -213,17 +222,22 @@ export async function replayTranscript(transcript: Transcript, options: ReplayOp
   const hostCompactionCalls = new Set(transcript.hostCompactions.map((c) => c.beforeCall));
 
   const calls: ReplayCallReport[] = [];
+  const prompts = options.prompts?.() ?? new GrowingPrompt();
   for (const [index, call] of transcript.calls.entries()) {
     const estimate = estimates[index] as CallEstimate;
-    // Made once for this call and dropped after it (the parser's calls share one history).
-    const messages = call.messages;
+    // The last call's array grown by what this call added (the parser's calls share one history).
+    const messages = prompts.of(call);
     const r = await guard.beforeModel({
       sessionId,
       modelId: transcript.modelId,
       messages,
       tools: call.tools,
     });
-    const unchanged = r.messages.length === messages.length && r.messages.every((m, i) => m === messages[i]);
+    // The guard sends the host's own array when it changes nothing: compared message by message only
+    // when it made another one.
+    const unchanged =
+      r.messages === messages ||
+      (r.messages.length === messages.length && r.messages.every((m, i) => m === messages[i]));
     if (unchanged && estimate.real !== undefined) {
       const output = call.outputTokens;
       const usage = {

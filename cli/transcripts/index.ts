@@ -27,10 +27,18 @@ const CLAUDE_TYPES = new Set([
 
 /** The format of a transcript's text: by its structure, the file name only breaking ties. */
 export function detectFormat(text: string, file = ''): TranscriptFormat {
+  return detect(text, file).format;
+}
+
+/**
+ * The format of a transcript's text, and the whole text parsed when it is one JSON document (a
+ * message list is then not parsed a second time: a 100,000-call file is 90 MB of JSON).
+ */
+function detect(text: string, file: string): { format: TranscriptFormat; data?: unknown } {
   const trimmed = text.trimStart();
   if (trimmed.startsWith('[')) {
     const data = parseJson(text);
-    return Array.isArray(data) ? messageListFormat(data) : 'openai';
+    return { format: Array.isArray(data) ? messageListFormat(data) : 'openai', data };
   }
   let whole: unknown;
   let wholeError: unknown;
@@ -40,8 +48,9 @@ export function detectFormat(text: string, file = ''): TranscriptFormat {
     wholeError = error;
   }
   if (isObject(whole) && Array.isArray(whole.messages)) {
-    if ('trajectory_format' in whole || isObject(whole.info) || file.endsWith('.traj.json')) return 'mini-swe-agent';
-    return messageListFormat(whole.messages);
+    if ('trajectory_format' in whole || isObject(whole.info) || file.endsWith('.traj.json'))
+      return { format: 'mini-swe-agent' };
+    return { format: messageListFormat(whole.messages), data: whole };
   }
   // JSON Lines: look at the first lines that parse
   let seen = 0;
@@ -54,13 +63,13 @@ export function detectFormat(text: string, file = ''): TranscriptFormat {
       continue;
     }
     if (!isObject(line)) continue;
-    if (CODEX_TYPES.has(String(line.type)) && isObject(line.payload)) return 'codex';
+    if (CODEX_TYPES.has(String(line.type)) && isObject(line.payload)) return { format: 'codex' };
     if (CLAUDE_TYPES.has(String(line.type)) && (isObject(line.message) || 'uuid' in line || 'sessionId' in line)) {
-      return 'claude-code';
+      return { format: 'claude-code' };
     }
     if (++seen >= 50) break;
   }
-  if (file.endsWith('.traj.json')) return 'mini-swe-agent';
+  if (file.endsWith('.traj.json')) return { format: 'mini-swe-agent' };
   // a JSON document that does not parse: say where
   if (wholeError !== undefined && trimmed.startsWith('{') && !file.endsWith('.jsonl')) parseJson(text);
   throw new TranscriptError(
@@ -72,7 +81,8 @@ export function detectFormat(text: string, file = ''): TranscriptFormat {
 /** Parses a transcript's text in the given format (detected when omitted). */
 export function parseTranscript(text: string, file: string, format?: TranscriptFormat): Transcript {
   const name = basename(file);
-  const chosen = format ?? detectFormat(text, name);
+  const detected = format === undefined ? detect(text, name) : undefined;
+  const chosen = format ?? (detected as { format: TranscriptFormat }).format;
   switch (chosen) {
     case 'claude-code':
       return parseClaudeCode(name, text);
@@ -82,7 +92,7 @@ export function parseTranscript(text: string, file: string, format?: TranscriptF
       return parseMiniSweAgent(name, text);
     case 'openai':
     case 'ai-sdk':
-      return parseMessageList(name, parseJson(text), chosen);
+      return parseMessageList(name, detected?.data ?? parseJson(text), chosen);
   }
 }
 

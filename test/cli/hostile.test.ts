@@ -8,7 +8,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { main } from '../../cli/index.ts';
-import { readTranscript } from '../../cli/transcripts/index.ts';
+import { replayTranscript } from '../../cli/replay.ts';
+import {
+  GrowingPrompt,
+  readTranscript,
+  type ReplayCall,
+  type Transcript,
+  withPrompt,
+} from '../../cli/transcripts/index.ts';
+import type { GuardMessage } from '../../src/index.ts';
 
 async function run(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
@@ -118,5 +126,79 @@ describe('replay on hostile files', () => {
     expect(a[0]).toBe(b[0]);
     expect(last.messageCount).toBe(a.length);
     expect(t.calls[0]!.messages.at(-1)).toBe(last.messages[t.calls[0]!.messageCount - 1]);
+  });
+
+  it('reads each message of the history once per pass, not the whole history on every call', async () => {
+    // A file's history behind a proxy that counts the messages read out of it.
+    const reads = { n: 0 };
+    const backing: GuardMessage[] = [
+      { role: 'system', content: 'You are a coding agent.' },
+      { role: 'user', content: 'Read the files.' },
+    ];
+    const history = new Proxy(backing, {
+      get(target, key, receiver) {
+        if (typeof key === 'string' && /^\d+$/.test(key)) reads.n++;
+        return Reflect.get(target, key, receiver);
+      },
+    });
+    const calls: ReplayCall[] = [];
+    for (let i = 0; i < 2_000; i++) {
+      const response: GuardMessage = {
+        role: 'assistant',
+        content: [{ type: 'tool-call', toolCallId: `c${i}`, toolName: 'read_file', input: { path: `f${i}.ts` } }],
+      };
+      calls.push(withPrompt({ tools: [], inputTokens: 1_000 + i * 60, response }, history));
+      backing.push(response, {
+        role: 'tool',
+        content: [
+          {
+            type: 'tool-result',
+            toolCallId: `c${i}`,
+            toolName: 'read_file',
+            output: { type: 'text', value: 'line of output '.repeat(20) },
+          },
+        ],
+      });
+    }
+    const transcript: Transcript = {
+      file: 'long.json',
+      format: 'openai',
+      modelId: 'gpt-4o',
+      calls,
+      issues: [],
+      hostCompactions: [],
+    };
+    const report = await replayTranscript(transcript, { file: 'long.json', window: 128_000 });
+    expect(report.summary.calls).toBe(2_000);
+    expect(report.summary.compactions).toBeGreaterThan(0);
+    // Two passes (estimation, guard), each reading a message when the call that adds it comes. A
+    // copy of the history per call read 4,000,000.
+    expect(reads.n).toBeLessThanOrEqual(2 * backing.length);
+  });
+
+  it('hands each call the last array grown by what it added, and a new one for a new history', () => {
+    const a: GuardMessage[] = [{ role: 'user', content: 'one' }];
+    const b: GuardMessage[] = [{ role: 'user', content: 'after the host compacted' }];
+    const call = (history: GuardMessage[], end: number): ReplayCall =>
+      withPrompt({ tools: [] }, history, end) as ReplayCall;
+    const first = call(a, 1);
+    a.push({ role: 'assistant', content: 'two' }, { role: 'user', content: 'three' });
+    const second = call(a, 3);
+    const third = call(b, 1);
+    const prompts = new GrowingPrompt();
+    const p1 = prompts.of(first);
+    expect(p1).toEqual([a[0]]);
+    const p2 = prompts.of(second);
+    expect(p2).toBe(p1);
+    expect(p2).toEqual(a);
+    expect(prompts.copied).toBe(3);
+    const p3 = prompts.of(third);
+    expect(p3).not.toBe(p2);
+    expect(p3).toEqual(b);
+    // The array of the earlier history is left as it was.
+    expect(p2).toEqual(a);
+    // A call whose prompt is shorter than the last one's starts a new array too.
+    expect(prompts.of(first)).toEqual([a[0]]);
+    expect(p2).toHaveLength(3);
   });
 });

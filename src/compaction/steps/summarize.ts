@@ -257,8 +257,12 @@ async function writeSummary(w: Work, cut: number, g: Gathered): Promise<Compacti
   if (words.lost.length > 0) p.onUserWordsLost(words.lost, budget);
   const instructionsFooter = renderInstructions(instructions);
   const extracted = s.fileOps ? extractFileOps(g.toSummarize, s.fileOps, g.previousFileOps) : undefined;
-  // Paths are the conversation's words too: a clone URL may carry credentials.
-  const fileOps = extracted && { read: extracted.read.map(p.redact), modified: extracted.modified.map(p.redact) };
+  // Paths are the conversation's words too: a clone URL may carry credentials. Those the memo
+  // carries were redacted by an earlier compaction: only new ones are (the lists grow with every
+  // file the agent touches; all of them again on every compaction was quadratic in a long run).
+  const carried = new Set([...(memo.summary?.fileOps?.read ?? []), ...(memo.summary?.fileOps?.modified ?? [])]);
+  const redactPath = (path: string): string => (carried.has(path) ? path : p.redact(path));
+  const fileOps = extracted && { read: extracted.read.map(redactPath), modified: extracted.modified.map(redactPath) };
   const summarized = g.toSummarize.length - g.contextOnly;
   const footers = [
     instructionsFooter,
