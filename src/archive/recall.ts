@@ -1,8 +1,11 @@
 // guard.recall: the way back to what compaction took out of the prompt. By id, exactly (the
 // tool-call id a placeholder names, an item id, a batch label); by query, ranked by a full-text
-// index (MiniSearch: BM25, near spellings of plain words matched) built once per version of the session's
-// archive. Answers are bounded: a recall result goes back into the prompt, so it must not be the
-// thing that overflows it. A long item is cut around what the query matched, not blindly.
+// index (MiniSearch: BM25, near spellings of plain words matched) kept up to date as the session's
+// archive grows. The index is built in slices (a query indexes a bounded number of characters, the
+// rest follows in the background): a query never waits for a whole archive to be indexed, and the
+// items not indexed yet are searched for the query's words exactly. Answers are bounded: a recall
+// result goes back into the prompt, so it must not be the thing that overflows it. A long item is
+// cut around what the query matched, not blindly.
 import { LRUCache } from 'lru-cache';
 import { quotedId } from '../compaction/quoted-id.ts';
 import MiniSearch from 'minisearch';
@@ -18,6 +21,8 @@ interface Located {
   header: string;
   /** Order of archiving: higher is newer. */
   order: number;
+  /** In the search index (else still to be indexed: searched by a scan for the query's words). */
+  indexed?: boolean;
 }
 
 type Search = MiniSearch<{ id: number; text: string; toolName: string; label: string; role: string }>;
@@ -31,8 +36,16 @@ interface SearchIndex {
   nextId: number;
   /** Characters of the items' text: what the bound on all indexes counts. */
   chars: number;
-  /** Built on the first query: a lookup by id needs none. */
+  /** Made on the first query (a lookup by id needs none), and filled in slices. */
   search?: Search;
+  /** Items not in the search index yet, oldest first (indexed newest first); ids of evicted items are skipped. */
+  pending: number[];
+  /** Characters of the pending items' text. */
+  pendingChars: number;
+  /** Items too large to index in one slice ({@link MAX_INDEXED_ITEM_CHARS}): every query scans them. */
+  scanned: number[];
+  /** A background slice is scheduled. */
+  scheduled?: boolean;
 }
 
 /** A version of the archive's content: which batches it holds (batches are immutable once written). */
@@ -76,6 +89,11 @@ export class RecallIndex {
     this.indexes.delete(sessionId);
   }
 
+  /** Characters of `sessionId`'s archive not indexed yet (for tests and benchmarks; 0 without an index). */
+  pendingChars(sessionId: string): number {
+    return this.indexes.peek(sessionId)?.pendingChars ?? 0;
+  }
+
   recall(sessionId: string, archive: SessionArchive, options: RecallOptions, defaultMaxChars: number): RecalledItem[] {
     const limit = clampInt(options.limit, DEFAULT_RECALL_LIMIT, 1, MAX_RECALL_LIMIT);
     const maxChars = clampInt(options.maxChars, defaultMaxChars, 200, Number.MAX_SAFE_INTEGER);
@@ -103,7 +121,7 @@ export class RecallIndex {
         .sort((a, b) => (a.item.label === id ? a.order - b.order : b.order - a.order));
       if (!query) found = byId.map((located) => ({ located }));
       else {
-        const scores = new Map(searchWithin(index, query, this.fuzzyBudgetMs).map((r) => [r.id, r]));
+        const scores = new Map(this.search(sessionId, index, query).map((r) => [r.id, r]));
         found = byId
           .map((located) => {
             const r = scores.get(located.order);
@@ -112,7 +130,7 @@ export class RecallIndex {
           .sort((a, b) => b.score - a.score);
       }
     } else {
-      found = searchWithin(index, query, this.fuzzyBudgetMs)
+      found = this.search(sessionId, index, query)
         .map((r) => ({ located: index.items.get(r.id) as Located, score: r.score, terms: r.terms }))
         .filter(({ located }) => located !== undefined && mine(located));
     }
@@ -131,6 +149,37 @@ export class RecallIndex {
     return bounded(unique.slice(0, limit), maxChars, frequency, offset);
   }
 
+  /**
+   * The query's matches: the index brought on by at most {@link QUERY_INDEX_CHARS} characters (a
+   * small archive is indexed whole), then searched, and the items not indexed yet scanned for the
+   * query's words; those are indexed in the background.
+   */
+  private search(sessionId: string, index: SearchIndex, query: string): Hit[] {
+    indexPending(index, QUERY_INDEX_CHARS, 0);
+    const hits = searchWithin(index, query, this.fuzzyBudgetMs);
+    if (index.pendingChars === 0 && index.scanned.length === 0) return hits;
+    if (index.pendingChars > 0) this.schedule(sessionId, index);
+    return [...hits, ...scanPending(index, query, hits)].sort((a, b) => b.score - a.score);
+  }
+
+  /**
+   * Indexes `index`'s pending items in slices of {@link SLICE_CHARS} characters, one per turn of the
+   * event loop, while it is still the session's index (dropped by the bound, or replaced, it stops).
+   */
+  private schedule(sessionId: string, index: SearchIndex): void {
+    if (index.scheduled) return;
+    index.scheduled = true;
+    const slice = () => {
+      index.scheduled = false;
+      if (this.indexes.peek(sessionId) !== index || index.pendingChars === 0) return;
+      indexPending(index, SLICE_CHARS, 1);
+      if (index.pendingChars > 0) this.schedule(sessionId, index);
+    };
+    const timer = setTimeout(slice, 0) as { unref?: () => void };
+    // A slice left to run never keeps a process alive.
+    timer.unref?.();
+  }
+
   private indexOf(sessionId: string, archive: SessionArchive): SearchIndex {
     const version = versionOf(archive);
     const cached = this.indexes.get(sessionId);
@@ -142,23 +191,70 @@ export class RecallIndex {
   }
 }
 
-/** Adds `batch`'s items to `index` (and to its search, when built). */
+/**
+ * Characters a query indexes before it searches, at most: an archive this small is indexed whole by
+ * its first query (about 7 ms). Indexing costs about 0.75 ms of CPU per 1,000 characters: a
+ * session's first query on a 2M-character archive took 1.5 s when it built the whole index at once.
+ */
+export const QUERY_INDEX_CHARS = 10_000;
+/** Characters indexed per background slice, at most (and at least one item): one turn of the event loop each. */
+export const SLICE_CHARS = 10_000;
+/**
+ * An item larger than this is never indexed (it would hold one slice for about 25 ms per 32,000
+ * characters, 0.75 s for a 1M-character output): every query scans it for its words instead, exactly
+ * (no near spellings), at about 7 ms per 1M characters.
+ */
+export const MAX_INDEXED_ITEM_CHARS = 32_000;
+
+/** Adds `batch`'s items to `index`, pending: indexed by the next query or in the background. */
 function addBatch(index: SearchIndex, batch: SessionArchive['batches'][number]): void {
   const ids: number[] = [];
-  const added: Located[] = [];
   for (const item of batch.items) {
     const located = { item, header: batch.header, order: index.nextId++ };
+    const chars = typeof item.text === 'string' ? item.text.length : 0;
     index.items.set(located.order, located);
-    index.chars += typeof item.text === 'string' ? item.text.length : 0;
+    index.chars += chars;
+    if (chars > MAX_INDEXED_ITEM_CHARS) index.scanned.push(located.order);
+    else {
+      index.pending.push(located.order);
+      index.pendingChars += chars;
+    }
     ids.push(located.order);
-    added.push(located);
   }
   index.batches.push({ label: batch.label, ids });
-  index.search?.addAll(added.map(documentOf));
+}
+
+/** Indexes pending items, newest first, up to `maxChars` characters (and at least `minItems` items). */
+function indexPending(index: SearchIndex, maxChars: number, minItems: number): void {
+  const search = searchOf(index);
+  let done = 0;
+  let items = 0;
+  while (index.pending.length > 0) {
+    const located = index.items.get(index.pending.at(-1) as number);
+    const chars = located && typeof located.item.text === 'string' ? located.item.text.length : 0;
+    if (located && !located.indexed && items >= minItems && done + chars > maxChars) break;
+    index.pending.pop();
+    if (!located || located.indexed) continue;
+    search.add(documentOf(located));
+    located.indexed = true;
+    index.pendingChars -= chars;
+    done += chars;
+    items++;
+  }
+  if (index.pending.length === 0) index.pendingChars = 0;
 }
 
 function built(archive: SessionArchive, version: string): SearchIndex {
-  const index: SearchIndex = { version, batches: [], items: new Map(), nextId: 0, chars: 0 };
+  const index: SearchIndex = {
+    version,
+    batches: [],
+    items: new Map(),
+    nextId: 0,
+    chars: 0,
+    pending: [],
+    pendingChars: 0,
+    scanned: [],
+  };
   for (const batch of archive.batches) addBatch(index, batch);
   return index;
 }
@@ -178,11 +274,14 @@ function advanced(index: SearchIndex, archive: SessionArchive, version: string):
       const located = index.items.get(id);
       if (!located) continue;
       index.items.delete(id);
-      index.chars -= typeof located.item.text === 'string' ? located.item.text.length : 0;
-      index.search?.discard(id);
+      const chars = typeof located.item.text === 'string' ? located.item.text.length : 0;
+      index.chars -= chars;
+      if (located.indexed) index.search?.discard(id);
+      else index.pendingChars -= chars;
     }
   }
   index.batches = kept;
+  if (first > 0) index.scanned = index.scanned.filter((id) => index.items.has(id));
   for (const batch of archive.batches.slice(kept.length)) addBatch(index, batch);
   index.version = version;
   return index;
@@ -210,7 +309,6 @@ function searchOf(index: SearchIndex): Search {
     searchOptions: { fuzzy: fuzzyOf, maxFuzzy: MAX_FUZZY_EDITS, boost: { toolName: 2 } },
     tokenize,
   });
-  search.addAll([...index.items.values()].map(documentOf));
   index.search = search;
   return search;
 }
@@ -273,6 +371,115 @@ function searchWithin(index: SearchIndex, query: string, budgetMs: number): Hit[
 
 const single = (term: string): string[] => [term];
 
+/** MiniSearch's BM25+ parameters (its defaults), and the field boosts of the search. */
+const BM25 = { k: 1.2, b: 0.7, d: 0.5 };
+const SHORT_FIELDS = [
+  ['toolName', 2],
+  ['label', 1],
+  ['role', 1],
+] as const;
+const LETTER_OR_DIGIT = /[\p{L}\p{N}]/u;
+
+/**
+ * Terms a scan looks for, at most: the time of one expression over 2M characters grows with its
+ * terms (16: about 10 ms; 140, a pasted output's 32 words and their parts: about 45 ms).
+ */
+export const MAX_SCAN_TERMS = 16;
+/**
+ * Characters of items not indexed yet a query scans, at most (the default `archive.maxChars`: a
+ * default archive is scanned whole, in about 15 ms). Of a larger one, the newest items are scanned;
+ * the others are found once the background has indexed them.
+ */
+export const SCAN_MAX_CHARS = 2_000_000;
+
+/** The query's terms a scan looks for: its words as written first, then their parts, lower-cased. */
+function scanTerms(query: string): string[] {
+  const all = [...new Set(tokenize(query).map((t) => t.toLowerCase()))];
+  const words = new Set(wordsOf(query).map((w) => w.toLowerCase()));
+  return [...all.filter((t) => words.has(t)), ...all.filter((t) => !words.has(t))]
+    .slice(0, MAX_SCAN_TERMS)
+    .sort((a, b) => b.length - a.length);
+}
+const escapeRegExp = (term: string): string => term.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/**
+ * The items not indexed yet that hold the query's words exactly (no near spellings), scored as the
+ * search scores its matches (BM25+ with the whole archive's document count, an item's length
+ * against the average item's; the tool name boosted as there). One pass of one expression of at
+ * most {@link MAX_SCAN_TERMS} terms over each item's lower-cased text, newest first, at most
+ * {@link SCAN_MAX_CHARS} characters: about 15 ms for 2M. A term counts where it starts and ends at a
+ * word's edge, as the index's words and their parts do (`ord-448213`, `ord`, `448213`).
+ */
+function scanPending(index: SearchIndex, query: string, indexedHits: readonly Hit[]): Hit[] {
+  const terms = scanTerms(query);
+  if (terms.length === 0) return [];
+  // Over the lower-cased text, as the index lower-cases its terms (`İ` lowers to two characters).
+  const pattern = new RegExp(terms.map(escapeRegExp).join('|'), 'g');
+  // The terms by their first character, longest first: what can start where the expression matched.
+  const byFirst = new Map<string, string[]>();
+  for (const term of terms) {
+    const first = term[0] as string;
+    byFirst.set(first, [...(byFirst.get(first) ?? []), term]);
+  }
+  let budget = SCAN_MAX_CHARS;
+  /** Per item, each term's frequency in each field it is in (boost, frequency, length ratio). */
+  const found: Array<{ id: number; matches: Array<{ term: string; tf: number; boost: number; ratio: number }> }> = [];
+  const df = new Map<string, number>();
+  const average = index.chars / Math.max(1, index.items.size);
+  // Newest first, as they are indexed.
+  const ids = [...index.pending, ...index.scanned].sort((a, b) => b - a);
+  for (const id of ids) {
+    const located = index.items.get(id);
+    if (!located || located.indexed) continue;
+    const { item } = located;
+    const text = typeof item.text === 'string' ? item.text.toLowerCase() : '';
+    if (text.length > budget) break;
+    budget -= text.length;
+    const tf = new Map<string, number>();
+    pattern.lastIndex = 0;
+    for (let m = pattern.exec(text); m !== null; m = pattern.exec(text)) {
+      const at = m.index;
+      pattern.lastIndex = at + 1;
+      if (LETTER_OR_DIGIT.test(text[at - 1] ?? ' ')) continue;
+      // Every query term that starts here and ends at a word's edge (`ord-448213` and `ord`).
+      const found = m[0];
+      for (const term of byFirst.get(found[0] as string) ?? []) {
+        if (term.length > found.length || !found.startsWith(term)) continue;
+        if (!LETTER_OR_DIGIT.test(text[at + term.length] ?? ' ')) tf.set(term, (tf.get(term) ?? 0) + 1);
+      }
+    }
+    const ratio = text.length / Math.max(1, average);
+    const matches = [...tf].map(([term, n]) => ({ term, tf: n, boost: 1, ratio }));
+    for (const [field, boost] of SHORT_FIELDS) {
+      const value = item[field];
+      if (typeof value !== 'string' || value === '') continue;
+      const words = tokenize(value).map((t) => t.toLowerCase());
+      for (const term of terms) {
+        const n = words.filter((w) => w === term).length;
+        if (n > 0) matches.push({ term, tf: n, boost, ratio: 1 });
+      }
+    }
+    if (matches.length === 0) continue;
+    for (const term of new Set(matches.map((m) => m.term))) df.set(term, (df.get(term) ?? 0) + 1);
+    found.push({ id, matches });
+  }
+  if (found.length === 0) return [];
+  // Items of the whole archive holding each term: the indexed ones the search found, and these.
+  for (const hit of indexedHits) for (const t of hit.terms) if (df.has(t)) df.set(t, (df.get(t) ?? 0) + 1);
+  const total = index.items.size;
+  const idf = (term: string) => {
+    const n = df.get(term) ?? 0;
+    return Math.log(1 + (total - n + 0.5) / (n + 0.5));
+  };
+  return found.map(({ id, matches }) => {
+    let score = 0;
+    for (const { term, tf, boost, ratio } of matches)
+      score += boost * idf(term) * (BM25.d + (tf * (BM25.k + 1)) / (tf + BM25.k * (1 - BM25.b + BM25.b * ratio)));
+    const matched = [...new Set(matches.map((m) => m.term))];
+    return { id, score: score * matched.length, terms: matched };
+  });
+}
+
 /** Most characters and distinct terms of a query that are searched. */
 const MAX_QUERY_CHARS = 1_000;
 const MAX_QUERY_TERMS = 32;
@@ -302,13 +509,7 @@ export function tokenize(text: string): string[] {
   const add = (parts: string[], word: string) => {
     for (const part of parts) if (part && part !== word) out.push(part);
   };
-  for (const raw of text.split(WORD_BREAK)) {
-    let a = 0;
-    let b = raw.length;
-    while (a < b && isEdge(raw[a] as string)) a++;
-    while (b > a && isEdge(raw[b - 1] as string)) b--;
-    if (a === b) continue;
-    const word = raw.slice(a, b);
+  for (const word of wordsOf(text)) {
     out.push(word);
     for (const segment of word.split(/[/\\]+/)) {
       if (segment !== word) out.push(segment);
@@ -319,6 +520,19 @@ export function tokenize(text: string): string[] {
     }
   }
   return out.filter((t) => t.length > 0);
+}
+
+/** The words of `text` as written, without the separators at their edges (`src/a.ts`, `ORD-448213`). */
+function wordsOf(text: string): string[] {
+  const words: string[] = [];
+  for (const raw of text.split(WORD_BREAK)) {
+    let a = 0;
+    let b = raw.length;
+    while (a < b && isEdge(raw[a] as string)) a++;
+    while (b > a && isEdge(raw[b - 1] as string)) b--;
+    if (a < b) words.push(raw.slice(a, b));
+  }
+  return words;
 }
 
 /** How many archived items hold `term` as a word (what makes a matched term worth centring a cut on). */
