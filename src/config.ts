@@ -2,11 +2,13 @@
 // Configuration mistakes surface once, at creation, with the path of the bad field; at call time the
 // guard never throws (see guard.ts).
 import { z } from 'zod';
+import {
+  resolveCompactionOptions,
+  tokensOf,
+  type CompactionOptions,
+  type ResolvedCompactionOptions,
+} from './compaction/policy.ts';
 import type { AfterCompactHook, BeforeCompactHook, Summarizer } from './compaction/types.ts';
-import type { FileOpsConfig } from './compaction/file-ops.ts';
-import { DEFAULT_FILE_OPS } from './compaction/file-ops.ts';
-import { redactSecrets } from './compaction/redact.ts';
-import { SUMMARIZER_READ_FACTOR } from './compaction/summarizer.ts';
 import type { ContextGuardEvent } from './events.ts';
 import type { StateStore } from './state/store.ts';
 import type { SessionState } from './state/session.ts';
@@ -208,7 +210,11 @@ export interface CalibrationOptions {
   default?: number;
 }
 
-export interface ContextGuardOptions {
+/**
+ * The options of createContextGuard. Those of compaction (`summarizer`, `target`, `prune`...) are
+ * documented beside the policy that uses them: {@link CompactionOptions}.
+ */
+export interface ContextGuardOptions extends CompactionOptions {
   /**
    * The model's context window in tokens (the largest prompt it accepts). When omitted it is
    * resolved per call from `modelId` with the built-in registry (see `models` for overrides).
@@ -264,103 +270,11 @@ export interface ContextGuardOptions {
   /** Receives every event (estimates, warnings, ignored usage...). Exceptions it throws are swallowed. */
   onEvent?: (event: ContextGuardEvent) => void;
   /**
-   * Writes the summary that replaces older messages during compaction; see {@link Summarizer}.
-   * Without one (or when it fails) a mechanical digest is used: no model, no history lost.
-   */
-  summarizer?: Summarizer;
-  /**
-   * Applied to all text sent to the summarizer and to every summary before it is stored (and sent).
-   * Default: {@link redactSecrets}, which masks API keys, tokens, private keys and credentials in
-   * URLs. Pass your own function to change it, or `false` to send and store text as it is.
-   */
-  redact?: false | ((text: string) => string);
-  /** The summarizer model's window: its input is kept under 80% of it. Default: the guarded model's window. */
-  summarizerContextWindow?: number;
-  /** A summarizer call taking longer is aborted (its `signal` fires) and the fallback used. Default 60,000. */
-  summarizerTimeoutMs?: number;
-  /**
-   * Deadline of a whole compaction, all summarizer calls together (a long history is summarized in
-   * several chunks, one call each). Past it the running call is aborted and what is left is folded
-   * into the mechanical digest, so a slow summarizer cannot hold a model call for minutes.
-   * Default 60,000.
-   */
-  compactionTimeoutMs?: number;
-  /**
-   * What compaction keeps verbatim. `keep-recent` (default): the system messages, the first user
-   * request and a recent tail of `keepRecentTokens`; the rest becomes one summary. `summarize-all`:
-   * the request becomes exactly [system..., summary, continuation].
-   */
-  retention?: 'keep-recent' | 'summarize-all';
-  /**
-   * Size compaction aims for, well below the threshold so that it does not fire again on the next
-   * calls. Tokens when >= 1, a fraction of the window when < 1. Default 0.25: deep enough that the
-   * next compaction is many calls away (each one makes the provider bill the prompt again at the
-   * cache-write price), with a quarter of the window kept (see BENCHMARKS.md, cost).
-   */
-  target?: number;
-  /** Budget of the recent tail `keep-recent` keeps verbatim. Tokens or a fraction of the window; default 0.2. */
-  keepRecentTokens?: number;
-  /** Whether `keep-recent` keeps the conversation's first user request verbatim (when small). Default true. */
-  keepFirstUserMessage?: boolean;
-  /** Upper bound of a summary, in tokens. Default: half the buffer. */
-  maxSummaryTokens?: number;
-  /**
-   * The most transcript the summarizer reads in one compaction: tokens, or a fraction of the window
-   * when < 1. Default 4 × `maxSummaryTokens`. Over it, tool outputs are cut first, assistant text
-   * next, the user's words last (each keeps its start and end). Its input is billed in full on every
-   * compaction; raise it for summaries that read more of long histories (the archive keeps every
-   * original either way).
-   */
-  summarizerInputTokens?: number;
-  /** Tool-output pruning, the cheapest compaction step; `false` turns it off. */
-  prune?: false | PruneOptions;
-  /** Skips the summarizer for `cooldownMs` after `failures` consecutive failures. Default 3 failures, 5 minutes. */
-  circuitBreaker?: { failures?: number; cooldownMs?: number };
-  /** Which tool calls read or modify files, for the summary's file list; `false` turns the list off. */
-  fileOps?: false | Partial<FileOpsConfig>;
-  /** Called before each compaction: may cancel it or supply the summary itself. */
-  beforeCompact?: BeforeCompactHook;
-  /** Called after each compaction with its result. */
-  afterCompact?: AfterCompactHook;
-  /**
    * Lossless compaction: what a compaction takes out of the prompt (summarized messages, pruned or
    * truncated tool outputs, clipped messages, media) is archived first, in the session's store, and
    * `guard.recall` (or the adapters' `recallTool`) finds it again. `false` turns it off.
    */
   archive?: false | ArchiveOptions;
-  /**
-   * After a summary, the most recent user messages are kept verbatim within this budget (oldest
-   * summarized and archived): the user's own words survive every compaction. Tokens when >= 1, a
-   * fraction of the window when < 1, 0 to turn it off. Default: 10% of the window, at most 20,000
-   * tokens (Codex keeps 20k tokens of user messages), scaled down linearly below a 32k window (the
-   * mechanical digest already keeps the start of every user message), and never more than half the
-   * target.
-   */
-  keepUserMessagesTokens?: number;
-  /**
-   * Clip-archive summaries instead of one rolling summary: each compaction writes a summary batch of
-   * its own; the prompt shows the `first` and `last` batches with a line saying how many are left
-   * out (recall searches them); past `first + last + buffer` batches (buffer default 2) the ones in
-   * the middle are summarized again into one batch, one level deeper.
-   */
-  clipArchive?: ClipArchiveOptions;
-  /**
-   * How compaction weighs what it costs. A compaction makes the provider bill the prompt after the
-   * first message it changed at the cache-write price again, so it cuts deep enough that the next
-   * one is at least `minCallsBetween` calls away at the session's pace of growth (never below a
-   * fifth of the window, never above `target`). The prices (multipliers of the input price) are
-   * used for `status().costs.billedInputUnits`.
-   */
-  cost?: CostOptions;
-}
-
-export interface CostOptions {
-  /** Calls the prompt should be able to grow after a compaction before the next one. Default 5; 0 turns pacing off. */
-  minCallsBetween?: number;
-  /** Price of a cached input token (a cache read), as a multiple of the input price. Default 0.1. */
-  cacheRead?: number;
-  /** Price of an input token written to the cache, as a multiple of the input price. Default 1.25. */
-  cacheWrite?: number;
 }
 
 export interface ArchiveOptions {
@@ -389,55 +303,13 @@ export interface ArchiveOptions {
   indexChars?: number;
 }
 
-export interface ClipArchiveOptions {
-  /** Oldest summary batches shown in the prompt. */
-  first: number;
-  /** Newest summary batches shown in the prompt. */
-  last: number;
-  /** Batches left out before the middle ones are summarized again. Default 2. */
-  buffer?: number;
-}
-
-export interface PruneOptions {
-  /**
-   * A tool result larger than this is truncated to it (head and tail kept, with a marker).
-   * Tokens or a fraction of the window; default 10% of the window, at most 20,000 tokens.
-   */
-  maxToolResultTokens?: number;
-  /** Recent tool results within this many tokens are never replaced by a placeholder. Default: `keepRecentTokens`. */
-  protectRecentTokens?: number;
-  /** Tools whose results are never pruned (they may still be shrunk as a last resort to fit the window). */
-  neverPrune?: readonly string[];
-}
-
-/** Compaction settings of one call, with every default filled in for its window. */
-export interface CompactionSettings {
-  retention: 'keep-recent' | 'summarize-all';
-  target: number;
-  keepRecentTokens: number;
-  keepFirstUserMessage: boolean;
-  maxSummaryTokens: number;
-  /** The most transcript the summarizer reads in one compaction, in tokens. */
-  summarizerInputTokens: number;
-  summarizerContextWindow: number;
-  summarizerTimeoutMs: number;
-  compactionTimeoutMs: number;
-  prune: false | { maxToolResultTokens: number; protectRecentTokens: number; neverPrune: readonly string[] };
-  fileOps: false | FileOpsConfig;
-  /** Budget of the recent user messages kept verbatim after a summary (0: none). */
-  keepUserMessagesTokens: number;
-  clipArchive: { first: number; last: number; buffer: number } | undefined;
-  /** Whether what compaction replaces is archived (placeholders and summaries then say how to recall it). */
-  archive: boolean;
-}
-
 export interface ResolvedCalibration {
   min: number;
   max: number;
   default: number;
 }
 
-export interface ResolvedOptions {
+export interface ResolvedOptions extends ResolvedCompactionOptions {
   contextWindow: number | undefined;
   models: Readonly<Record<string, number>>;
   fallbackContextWindow: number;
@@ -450,43 +322,15 @@ export interface ResolvedOptions {
   maxSessions: number;
   historyCheck: 'amortized' | 'full';
   onEvent: ((event: ContextGuardEvent) => void) | undefined;
-  summarizer: Summarizer | undefined;
-  /** The redaction in effect (the identity when turned off). */
-  redact: (text: string) => string;
-  summarizerContextWindow: number | undefined;
-  summarizerTimeoutMs: number;
-  compactionTimeoutMs: number;
-  retention: 'keep-recent' | 'summarize-all';
-  target: number;
-  keepRecentTokens: number;
-  keepFirstUserMessage: boolean;
-  maxSummaryTokens: number | undefined;
-  summarizerInputTokens: number | undefined;
-  prune:
-    | false
-    | {
-        maxToolResultTokens: number | undefined;
-        protectRecentTokens: number | undefined;
-        neverPrune: readonly string[];
-      };
-  circuitBreaker: { failures: number; cooldownMs: number };
-  fileOps: false | FileOpsConfig;
-  beforeCompact: BeforeCompactHook | undefined;
-  afterCompact: AfterCompactHook | undefined;
   archive: { enabled: boolean; maxChars: number; maxTotalChars: number; recallMaxChars: number; indexChars: number };
-  keepUserMessagesTokens: number | undefined;
-  clipArchive: { first: number; last: number; buffer: number } | undefined;
-  cost: { minCallsBetween: number; cacheRead: number; cacheWrite: number };
 }
 
-/** Every default of the options, in one place (the option docs above repeat them for readers). */
+/** Every default of the options but compaction's (COMPACTION_DEFAULTS in compaction/policy.ts); the option docs repeat them for readers. */
 export const DEFAULTS = {
   calibration: { min: 1.0, max: 5.0, default: 1.5 },
   warnAt: 0.7,
   exactCounting: 'auto',
   storeTimeoutMs: 1_000,
-  retention: 'keep-recent',
-  keepFirstUserMessage: true,
   maxSessions: 10_000,
   historyCheck: 'amortized',
   /** The window of a call for which none is known. */
@@ -497,95 +341,13 @@ export const DEFAULTS = {
   largeWindow: 200_000,
   largeWindowBuffer: 20_000,
   smallWindowBufferFraction: 0.2,
-  target: 0.25,
-  keepRecentTokens: 0.2,
-  maxToolResultFraction: 0.1,
-  maxToolResultTokens: 20_000,
-  summarizerTimeoutMs: 60_000,
-  compactionTimeoutMs: 60_000,
-  circuitBreaker: { failures: 3, cooldownMs: 5 * 60_000 },
   archiveMaxChars: 2_000_000,
   archiveMaxTotalChars: 100_000_000,
   recallMaxChars: 16_000,
   archiveIndexChars: 10_000_000,
   /** Recall answers are at most this share of the window (in characters, ~4 per token): about a tenth of it. */
   recallWindowChars: 0.4,
-  keepUserMessagesFraction: 0.1,
-  keepUserMessagesTokens: 20_000,
-  /** Windows below this keep a proportionally smaller share of user messages. */
-  keepUserMessagesFullWindow: 32_000,
-  clipArchiveBuffer: 2,
-  cost: { minCallsBetween: 5, cacheRead: 0.1, cacheWrite: 1.25 },
-  /** A compaction paced for the session's growth never aims below this share of the window. */
-  pacedTargetFloor: 0.2,
 } as const;
-
-/** Tokens when >= 1, else a fraction of `window`. */
-export function tokensOf(value: number, window: number): number {
-  return value < 1 ? value * window : value;
-}
-
-/**
- * The compaction settings for a call with this window and threshold. `growthPerCall`: how much the
- * session's prompt grows per call; a compaction then aims low enough for the next one to be at
- * least `cost.minCallsBetween` calls away (one deep cut re-bills the cache once, where several
- * shallow ones would re-bill it each time), never below a fifth of the window.
- */
-export function compactionSettings(
-  o: ResolvedOptions,
-  window: number,
-  threshold: number,
-  growthPerCall = 0,
-): CompactionSettings {
-  const buffer = window - threshold;
-  // The target must leave room below the threshold, or the next call would compact again.
-  const configured = Math.min(tokensOf(o.target, window), threshold * 0.9);
-  const paced = threshold - o.cost.minCallsBetween * Math.max(0, growthPerCall);
-  const target = Math.max(Math.min(configured, DEFAULTS.pacedTargetFloor * window), Math.min(configured, paced));
-  const keepRecentTokens = Math.min(tokensOf(o.keepRecentTokens, window), target);
-  const maxSummaryTokens = o.maxSummaryTokens ?? Math.max(256, Math.floor(buffer / 2));
-  return {
-    retention: o.retention,
-    target,
-    keepRecentTokens,
-    keepFirstUserMessage: o.keepFirstUserMessage,
-    maxSummaryTokens,
-    summarizerInputTokens:
-      o.summarizerInputTokens !== undefined
-        ? tokensOf(o.summarizerInputTokens, window)
-        : SUMMARIZER_READ_FACTOR * maxSummaryTokens,
-    summarizerContextWindow: o.summarizerContextWindow ?? window,
-    summarizerTimeoutMs: o.summarizerTimeoutMs,
-    compactionTimeoutMs: o.compactionTimeoutMs,
-    prune:
-      o.prune === false
-        ? false
-        : {
-            maxToolResultTokens:
-              o.prune.maxToolResultTokens !== undefined
-                ? tokensOf(o.prune.maxToolResultTokens, window)
-                : Math.min(window * DEFAULTS.maxToolResultFraction, DEFAULTS.maxToolResultTokens),
-            protectRecentTokens:
-              o.prune.protectRecentTokens !== undefined
-                ? tokensOf(o.prune.protectRecentTokens, window)
-                : keepRecentTokens,
-            neverPrune: o.prune.neverPrune,
-          },
-    fileOps: o.fileOps,
-    // The carried user messages come out of the target's room: a set budget may take half of it.
-    keepUserMessagesTokens:
-      o.keepUserMessagesTokens !== undefined
-        ? Math.min(tokensOf(o.keepUserMessagesTokens, window), target / 2)
-        : Math.min(
-            // Scaled down below 32k: in a small window the digest already keeps the start of every user message.
-            window * DEFAULTS.keepUserMessagesFraction * Math.min(1, window / DEFAULTS.keepUserMessagesFullWindow),
-            DEFAULTS.keepUserMessagesTokens,
-            target / 2,
-          ),
-    clipArchive: o.clipArchive,
-    archive: o.archive.enabled,
-  };
-}
 
 /** Tokens kept free below `contextWindow`: the user's buffer, else the seed's rule. */
 export function bufferTokens(contextWindow: number, buffer: number | undefined): number {
@@ -620,14 +382,44 @@ function describe(issue: z.core.$ZodIssue): { field: string; message: string } {
 
 /** Validates user options and fills in defaults; throws ContextGuardConfigError naming the field. */
 export function resolveOptions(input: unknown): ResolvedOptions {
-  const parsed = optionsSchema.safeParse(input ?? {});
-  if (!parsed.success) {
-    const first = parsed.error.issues[0];
-    const { field, message } = first ? describe(first) : { field: '', message: 'invalid options' };
-    throw new ContextGuardConfigError(field, message);
-  }
-  const o = parsed.data;
+  const o = parseOptions(input);
   const calibration = { ...DEFAULTS.calibration, ...o.calibration };
+  checkCalibration(calibration);
+  checkAgainstWindow(o);
+  return {
+    contextWindow: o.contextWindow,
+    models: o.models ?? {},
+    fallbackContextWindow: o.fallbackContextWindow ?? DEFAULTS.fallbackContextWindow,
+    buffer: o.buffer,
+    calibration,
+    warnAt: o.warnAt ?? DEFAULTS.warnAt,
+    exactCounting: o.exactCounting ?? DEFAULTS.exactCounting,
+    store: o.store,
+    storeTimeoutMs: o.storeTimeoutMs ?? DEFAULTS.storeTimeoutMs,
+    maxSessions: o.maxSessions ?? DEFAULTS.maxSessions,
+    historyCheck: o.historyCheck ?? DEFAULTS.historyCheck,
+    onEvent: o.onEvent,
+    ...resolveCompactionOptions(o),
+    archive: {
+      enabled: o.archive !== false,
+      maxChars: (o.archive || undefined)?.maxChars ?? DEFAULTS.archiveMaxChars,
+      maxTotalChars: (o.archive || undefined)?.maxTotalChars ?? DEFAULTS.archiveMaxTotalChars,
+      recallMaxChars: (o.archive || undefined)?.recallMaxChars ?? DEFAULTS.recallMaxChars,
+      indexChars: (o.archive || undefined)?.indexChars ?? DEFAULTS.archiveIndexChars,
+    },
+  };
+}
+
+/** The options as the schema reads them; the first issue it finds is thrown, naming its field. */
+function parseOptions(input: unknown): z.output<typeof optionsSchema> {
+  const parsed = optionsSchema.safeParse(input ?? {});
+  if (parsed.success) return parsed.data;
+  const first = parsed.error.issues[0];
+  const { field, message } = first ? describe(first) : { field: '', message: 'invalid options' };
+  throw new ContextGuardConfigError(field, message);
+}
+
+function checkCalibration(calibration: ResolvedCalibration): void {
   if (calibration.min > calibration.max) {
     throw new ContextGuardConfigError(
       'calibration.min',
@@ -640,6 +432,10 @@ export function resolveOptions(input: unknown): ResolvedOptions {
       `expected a value between min (${calibration.min}) and max (${calibration.max}), received ${calibration.default}`,
     );
   }
+}
+
+/** With a fixed window, the buffer must leave room in it, and the compaction target room under the threshold. */
+function checkAgainstWindow(o: z.output<typeof optionsSchema>): void {
   if (o.contextWindow !== undefined && o.buffer !== undefined && o.buffer >= 1 && o.buffer >= o.contextWindow) {
     throw new ContextGuardConfigError(
       'buffer',
@@ -655,53 +451,6 @@ export function resolveOptions(input: unknown): ResolvedOptions {
       );
     }
   }
-  return {
-    contextWindow: o.contextWindow,
-    models: o.models ?? {},
-    fallbackContextWindow: o.fallbackContextWindow ?? DEFAULTS.fallbackContextWindow,
-    buffer: o.buffer,
-    calibration,
-    warnAt: o.warnAt ?? DEFAULTS.warnAt,
-    exactCounting: o.exactCounting ?? DEFAULTS.exactCounting,
-    store: o.store,
-    storeTimeoutMs: o.storeTimeoutMs ?? DEFAULTS.storeTimeoutMs,
-    maxSessions: o.maxSessions ?? DEFAULTS.maxSessions,
-    historyCheck: o.historyCheck ?? DEFAULTS.historyCheck,
-    onEvent: o.onEvent,
-    summarizer: o.summarizer,
-    redact: o.redact === false ? (text: string) => text : (o.redact ?? redactSecrets),
-    summarizerContextWindow: o.summarizerContextWindow,
-    summarizerTimeoutMs: o.summarizerTimeoutMs ?? DEFAULTS.summarizerTimeoutMs,
-    compactionTimeoutMs: o.compactionTimeoutMs ?? DEFAULTS.compactionTimeoutMs,
-    retention: o.retention ?? DEFAULTS.retention,
-    target: o.target ?? DEFAULTS.target,
-    keepRecentTokens: o.keepRecentTokens ?? DEFAULTS.keepRecentTokens,
-    keepFirstUserMessage: o.keepFirstUserMessage ?? DEFAULTS.keepFirstUserMessage,
-    maxSummaryTokens: o.maxSummaryTokens,
-    summarizerInputTokens: o.summarizerInputTokens,
-    prune:
-      o.prune === false
-        ? false
-        : {
-            maxToolResultTokens: o.prune?.maxToolResultTokens,
-            protectRecentTokens: o.prune?.protectRecentTokens,
-            neverPrune: o.prune?.neverPrune ?? [],
-          },
-    circuitBreaker: { ...DEFAULTS.circuitBreaker, ...o.circuitBreaker },
-    fileOps: o.fileOps === false ? false : { ...DEFAULT_FILE_OPS, ...o.fileOps },
-    beforeCompact: o.beforeCompact,
-    afterCompact: o.afterCompact,
-    archive: {
-      enabled: o.archive !== false,
-      maxChars: (o.archive || undefined)?.maxChars ?? DEFAULTS.archiveMaxChars,
-      maxTotalChars: (o.archive || undefined)?.maxTotalChars ?? DEFAULTS.archiveMaxTotalChars,
-      recallMaxChars: (o.archive || undefined)?.recallMaxChars ?? DEFAULTS.recallMaxChars,
-      indexChars: (o.archive || undefined)?.indexChars ?? DEFAULTS.archiveIndexChars,
-    },
-    keepUserMessagesTokens: o.keepUserMessagesTokens,
-    clipArchive: o.clipArchive && { ...o.clipArchive, buffer: o.clipArchive.buffer ?? DEFAULTS.clipArchiveBuffer },
-    cost: { ...DEFAULTS.cost, ...o.cost },
-  };
 }
 
 // The option types are written by hand for their documentation; these lines fail to compile when

@@ -16,13 +16,7 @@ import type {
 } from './api.ts';
 import { CallResolver, contextWindowFor, measurerKeys, type Call } from './call.ts';
 import { DEFAULTS, resolveOptions, type ContextGuardOptions, type ResolvedOptions } from './config.ts';
-import {
-  CircuitBreaker,
-  compact,
-  compactionRequest,
-  type CompactionEnv,
-  type CompactionOutcome,
-} from './compaction/compaction.ts';
+import { CircuitBreaker, compact, type CompactionEnv, type CompactionOutcome } from './compaction/compaction.ts';
 import type { ContextGuardEvent, ErrorEvent } from './events.ts';
 import type { GuardMessage } from './messages.ts';
 import { isContextLengthError, promptTokensFromError, windowFromError } from './overflow.ts';
@@ -342,7 +336,13 @@ class Guard implements ContextGuard {
       try {
         attempted = needsCompaction(call, state, p);
         if (attempted)
-          outcome = await compact(compactionCall(call, p), compactionRequest(state, p, input.signal), this.compaction);
+          outcome = await compact({
+            call: compactionCall(call, p),
+            env: this.compaction,
+            session: state,
+            prepared: p,
+            signal: input.signal,
+          });
         // Committed under the lock (and its fence): a process waiting for it finds the new summary
         // in the state as soon as it may take the lock.
         return await recordCall(this, call, state, p, outcome, attempted, staleCompared);

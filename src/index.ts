@@ -28,12 +28,13 @@ export type {
   SummarizerInput,
 } from './compaction/types.ts';
 export type * from './archive/types.ts';
-export type { ArchiveOptions, ClipArchiveOptions } from './config.ts';
+export type { ArchiveOptions } from './config.ts';
+export type { ClipArchiveOptions } from './compaction/policy.ts';
 export type { CompactOptions, RecoverFromOverflowInput, RecoverFromOverflowResult } from './guard.ts';
 export { isContextLengthError, promptTokensFromError, windowFromError } from './overflow.ts';
 // Message-to-text helpers the adapters use (and custom hosts may: logging, their own tools).
 export { formatCount, oneLine, safeJson, toolOutputText } from './compaction/text.ts';
-export type { PruneOptions } from './config.ts';
+export type { PruneOptions } from './compaction/policy.ts';
 export type { FileOpsConfig } from './compaction/file-ops.ts';
 export { DEFAULT_FILE_OPS } from './compaction/file-ops.ts';
 export { SUMMARY_SECTIONS } from './compaction/prompt.ts';

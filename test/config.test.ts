@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { compactionSettings, resolveOptions } from '../src/config.ts';
+import { compactionSettings } from '../src/compaction/policy.ts';
+import { resolveOptions } from '../src/config.ts';
 import { bufferTokens, ContextGuardConfigError, createContextGuard, thresholdFor } from '../src/index.ts';
 
 function configError(options: unknown): ContextGuardConfigError {

@@ -34,25 +34,25 @@ export function renderBatches(batches: readonly SummaryBatch[], first: number, l
 }
 
 export function clipArchiveBatches(w: Work, previousSummary: string | undefined): ClipArchive {
-  const { p, memo, stats } = w;
+  const { input, memo, stats } = w;
   const { first, last, buffer } = w.settings.clipArchive as { first: number; last: number; buffer: number };
   // A summary from before clip-archive mode (or rebuilt by the last resort) becomes the first batch.
   const old: SummaryBatch[] =
     memo.batches ?? (previousSummary ? [{ label: 'earlier-summary', depth: 0, count: 0, text: previousSummary }] : []);
   const shown = old.filter((_, i) => i < first || i >= old.length + 1 - last);
-  const label = p.archive?.label ?? `summary-batch-${memo.compactions + 1}`;
+  const label = input.archive?.label ?? `summary-batch-${memo.compactions + 1}`;
   return {
     shownChars: shown.reduce((n, b) => n + b.text.length + 120, 0),
     render: async (summary, count) => {
       let batches = [...old, { label, depth: 0, count, text: summary }];
       const extra: ArchiveBatch[] = [];
-      if (p.archive) extra.push(summaryBatch(label, p.archive, [{ id: `${label}#summary`, text: summary }], 0));
+      if (input.archive) extra.push(summaryBatch(label, input.archive, [{ id: `${label}#summary`, text: summary }], 0));
       if (batches.length > first + last + buffer) {
         const middle = batches.slice(first, batches.length - last);
         const depth = Math.max(...middle.map((b) => b.depth)) + 1;
         const mergedLabel = `${label}~depth-${depth}`;
         const room = w.settings.maxSummaryTokens;
-        const outcome = await p.summarize(
+        const outcome = await input.summarize(
           middle.map((b) => ({ role: 'assistant', content: `${batchTitle(b, 0, 0)}\n${b.text}` })),
           undefined,
           room,
@@ -67,11 +67,11 @@ export function clipArchiveBatches(w: Work, previousSummary: string | undefined)
           text: outcome.text.trim(),
         };
         batches = [...batches.slice(0, first), merged, ...batches.slice(batches.length - last)];
-        if (p.archive)
+        if (input.archive)
           extra.push(
             summaryBatch(
               mergedLabel,
-              p.archive,
+              input.archive,
               middle.map((b) => ({ id: b.label, text: b.text })),
               depth,
             ),

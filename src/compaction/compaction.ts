@@ -1,43 +1,72 @@
-// Compaction's entry point, the only module the call pipeline imports to compact. One compaction of
-// one call: the beforeCompact hook, the pricing the pipeline plans with, the pipeline itself with
-// the summarizer wired in (its deadline, its circuit breaker, its events), and the afterwards:
-// events, the result, and the memo the next calls re-apply.
-import type { LostWords } from './instructions.ts';
+// Compaction's entry point, the only module the call pipeline imports to compact: `compact` runs one
+// compaction of one call. The beforeCompact hook, the pricing the pipeline plans with, the pipeline
+// itself (pipeline.ts) with the summarizer wired in (its deadline, its circuit breaker, its events),
+// and the afterwards: the archive, events, the result, and the memo the next calls re-apply.
 import type { Archive } from '../archive/archive.ts';
 import type { Call } from '../call.ts';
-import { compactionSettings, type ResolvedOptions } from '../config.ts';
+import type { ResolvedOptions } from '../config.ts';
 import type { ContextGuardEvent } from '../events.ts';
 import type { GuardMessage } from '../messages.ts';
 import type { CalibrationState } from '../state/session.ts';
 import { compactionCalibration, priceAfterReset, tokensPerCharAfterReset } from '../tokens/calibration.ts';
 import { hashMessage } from '../tokens/hash.ts';
 import { CHARS_PER_TOKEN } from '../tokens/heuristic.ts';
+import type { LostWords } from './instructions.ts';
 import { emptyMemo, requestEditsDropped, type CompactionMemo, type View } from './memo.ts';
-import { runPipeline, type PipelineInput } from './pipeline.ts';
+import { runPipeline } from './pipeline.ts';
+import { compactionSettings, type CompactionSettings } from './policy.ts';
 import { requestIndex } from './request.ts';
-import { summarize, type CircuitBreaker } from './summarizer.ts';
+import { runSummarizer, type CircuitBreaker } from './summarizer.ts';
 import type { CompactionReason, CompactionResult } from './types.ts';
+import type { PipelineInput, PipelineOutput } from './work.ts';
 
-// The call pipeline imports this module alone to compact: the breaker it gives every compaction too.
+// The guard's breaker, one per guard, is made from here too: the call pipeline imports one module to compact.
 export { CircuitBreaker } from './summarizer.ts';
 
-/** What the call knows when it compacts. */
-export interface CompactionRequest {
-  reason: CompactionReason;
-  focus: string | undefined;
+/** What a call gives `compact`. */
+export interface CompactionInput {
+  /** The call: its window and threshold, the host's messages and how to measure them. */
+  call: Call;
+  env: CompactionEnv;
+  /** The session as the call found it. */
+  session: SessionFacts;
+  /** The prompt the call prepared: the memo re-applied to the host's messages, and its estimate. */
+  prepared: PreparedPrompt;
+  /** The model call's signal: when it fires, a summarizer in flight is aborted. */
   signal: AbortSignal | undefined;
-  /** The prompt as it would be sent now, its estimate, and the memo and calibration it came from. */
-  view: View;
-  tokens: number;
-  memo: CompactionMemo;
-  summaryApplies: boolean;
+}
+
+/** What compaction reads of the session's state. */
+export interface SessionFacts {
+  /** A compaction asked for (the compact tool, `guard.compact`, an overflow retry), with its focus. */
+  compactRequest?: { focus?: string };
   calibration: CalibrationState;
   /** Real counts recorded in the session so far. */
   usageRecorded: number;
   /** When the session started (ISO), the start of its first archive batch. */
-  startedAt: string | undefined;
+  startedAt?: string;
   /** How much the session's prompt grows per call (decayed mean), for the depth of the cut. */
-  growthPerCall: number;
+  pace?: { growth: number };
+}
+
+/** What compaction reads of the prompt the call prepared. */
+export interface PreparedPrompt {
+  /** The prompt as it would be sent now. */
+  view: View;
+  est: { tokens: number };
+  /** The memo it was rendered with (undefined: none yet). */
+  memo: CompactionMemo | undefined;
+  /** Whether the memo's summary covers the start of the host's messages. */
+  summaryApplies: boolean;
+}
+
+/** The guard's part in every compaction: its options, its events, its summarizer breaker, its archive. */
+export interface CompactionEnv {
+  options: ResolvedOptions;
+  emit: (event: ContextGuardEvent) => void;
+  /** One per guard: a failing summarizer fails for every session. */
+  breaker: CircuitBreaker;
+  archive: Archive;
 }
 
 export interface CompactionOutcome {
@@ -49,70 +78,56 @@ export interface CompactionOutcome {
   result: CompactionResult;
 }
 
-export interface CompactionEnv {
-  options: ResolvedOptions;
-  emit: (event: ContextGuardEvent) => void;
-  /** One per guard: a failing summarizer fails for every session. */
-  breaker: CircuitBreaker;
-  archive: Archive;
+/** The prompt to compact and what prices it: what one compaction starts from. */
+interface Start {
+  reason: CompactionReason;
+  focus: string | undefined;
+  signal: AbortSignal | undefined;
+  /** The prompt as it would be sent now, its estimate, and the memo and calibration it came from. */
+  view: View;
+  tokens: number;
+  memo: CompactionMemo;
+  summaryApplies: boolean;
+  calibration: CalibrationState;
+  usageRecorded: number;
+  startedAt: string | undefined;
+  growthPerCall: number;
 }
 
-/** What a call that compacts knows: the session's state and the prompt it prepared. */
-export function compactionRequest(
-  state: {
-    compactRequest?: { focus?: string };
-    calibration: CalibrationState;
-    usageRecorded: number;
-    startedAt?: string;
-    pace?: { growth: number };
-  },
-  p: { view: View; est: { tokens: number }; memo: CompactionMemo | undefined; summaryApplies: boolean },
-  signal: AbortSignal | undefined,
-): CompactionRequest {
-  const requested = state.compactRequest;
-  return {
-    // A requested compaction (the compact tool, an overflow retry) summarizes even when pruning would do.
-    reason: requested ? 'manual' : 'threshold',
-    focus: requested?.focus,
-    signal,
-    view: p.view,
-    tokens: p.est.tokens,
-    memo: p.memo ?? emptyMemo(),
-    summaryApplies: p.summaryApplies,
-    calibration: state.calibration,
-    usageRecorded: state.usageRecorded,
-    startedAt: state.startedAt,
-    growthPerCall: state.pace?.growth ?? 0,
-  };
+/** One compaction's plan: its settings, its pricing, its deadline and its archive batch. */
+interface Plan {
+  settings: CompactionSettings;
+  /** The session's calibration reset: the pipeline prices prompts as the calls after the compaction will. */
+  reset: CalibrationState;
+  /** A summary the beforeCompact hook wrote, used instead of the summarizer's. */
+  override: string | undefined;
+  started: number;
+  /** One deadline for every summarizer call of this compaction; past it the rest folds mechanically. */
+  deadline: number;
+  /** The archive batch of this compaction, and the time span it covers. */
+  label: string;
+  start: string;
+  end: string;
 }
 
-/** Runs the compaction pipeline with its hooks and events; undefined when nothing was done (or a hook cancelled it). */
-export async function compact(
-  call: Call,
-  r: CompactionRequest,
-  env: CompactionEnv,
-): Promise<CompactionOutcome | undefined> {
-  const contextWindow = call.contextWindow as number;
-  const settings = compactionSettings(env.options, contextWindow, call.threshold, r.growthPerCall);
-  const hook = await askBeforeCompact(call, r, env, settings.target);
+/** The pipeline's output when a step changed the prompt. */
+type Compacted = PipelineOutput & { result: NonNullable<PipelineOutput['result']> };
+
+/** Compacts the call's prompt, with its hooks and events; undefined when nothing was done (or a hook cancelled it). */
+export async function compact({
+  call,
+  env,
+  session,
+  prepared,
+  signal,
+}: CompactionInput): Promise<CompactionOutcome | undefined> {
+  const start = startOf(session, prepared, signal);
+  const settings = compactionSettings(env.options, call.contextWindow as number, call.threshold, start.growthPerCall);
+  const hook = await askBeforeCompact(call, start, env, settings.target);
   if (hook === 'cancel') return undefined;
-  const started = Date.now();
-  const { label, end } = env.archive.label(call.sessionId, started);
-  // The batch holds what arrived since the previous batch (or the session's start).
-  const start = r.memo.archivedUntil ?? r.startedAt ?? end;
-  // The pipeline prices prompts as the calls after the compaction will (see compactionCalibration).
-  const now = call.measure(r.view.messages);
-  const reset = compactionCalibration(r.calibration, env.options.calibration, r.tokens, now.chars, now.mediaTokens);
-  const input = pipelineInput(call, r, env, {
-    settings,
-    reset,
-    override: hook,
-    deadline: started + settings.compactionTimeoutMs,
-    label,
-    start,
-    end,
-  });
-  let output: Awaited<ReturnType<typeof runPipeline>>;
+  const plan = planOf(call, start, env, settings, hook);
+  const input = pipelineInput(call, start, env, plan);
+  let output: PipelineOutput;
   try {
     output = await runPipeline(input(env.options.summarizer));
   } catch (error) {
@@ -122,37 +137,97 @@ export async function compact(
     output = await runPipeline(input(undefined));
   }
   if (!output.result) return undefined;
-  // The originals are archived before the prompt without them is sent.
+  return archiveAndReport(call, start, env, plan, output as Compacted);
+}
+
+function startOf(session: SessionFacts, prepared: PreparedPrompt, signal: AbortSignal | undefined): Start {
+  const requested = session.compactRequest;
+  return {
+    // A requested compaction (the compact tool, an overflow retry) summarizes even when pruning would do.
+    reason: requested ? 'manual' : 'threshold',
+    focus: requested?.focus,
+    signal,
+    view: prepared.view,
+    tokens: prepared.est.tokens,
+    memo: prepared.memo ?? emptyMemo(),
+    summaryApplies: prepared.summaryApplies,
+    calibration: session.calibration,
+    usageRecorded: session.usageRecorded,
+    startedAt: session.startedAt,
+    growthPerCall: session.pace?.growth ?? 0,
+  };
+}
+
+function planOf(
+  call: Call,
+  start: Start,
+  env: CompactionEnv,
+  settings: CompactionSettings,
+  override: string | undefined,
+): Plan {
+  const started = Date.now();
+  const { label, end } = env.archive.label(call.sessionId, started);
+  // The pipeline prices prompts as the calls after the compaction will (see compactionCalibration).
+  const now = call.measure(start.view.messages);
+  const reset = compactionCalibration(
+    start.calibration,
+    env.options.calibration,
+    start.tokens,
+    now.chars,
+    now.mediaTokens,
+  );
+  return {
+    settings,
+    reset,
+    override,
+    started,
+    deadline: started + settings.compactionTimeoutMs,
+    label,
+    // The batch holds what arrived since the previous batch (or the session's start).
+    start: start.memo.archivedUntil ?? start.startedAt ?? end,
+    end,
+  };
+}
+
+/** The originals archived before the prompt without them is sent; then the events and the outcome. */
+async function archiveAndReport(
+  call: Call,
+  start: Start,
+  env: CompactionEnv,
+  plan: Plan,
+  output: Compacted,
+): Promise<CompactionOutcome> {
   const receipt = await env.archive.record({
     sessionId: call.sessionId,
-    label,
-    start,
-    end,
+    label: plan.label,
+    start: plan.start,
+    end: plan.end,
     input: call.hostMessages,
-    before: r.view,
+    before: start.view,
     after: output.view,
-    oldMemo: r.memo,
+    oldMemo: start.memo,
     newMemo: output.memo,
     hashOf: call.hashOf,
     result: output.result,
     extraBatches: output.batches,
     redact: env.options.redact,
   });
-  output.memo.archivedUntil = end;
+  output.memo.archivedUntil = plan.end;
   const result: CompactionResult = {
     ...output.result,
-    cacheBrokenTokens: cacheBroken(call, r.view.messages, output.view.messages, output.tokens),
-    durationMs: Date.now() - started,
+    cacheBrokenTokens: cacheBroken(call, start.view.messages, output.view.messages, output.tokens),
+    durationMs: Date.now() - plan.started,
   };
   const tokens = Math.ceil(output.tokens);
+  const { sessionId, threshold } = call;
   if (result.overflow)
-    env.emit({ type: 'overflow', sessionId: call.sessionId, tokens, threshold: call.threshold, contextWindow });
-  env.emit({ type: 'compaction-end', sessionId: call.sessionId, ...result, receipt });
+    env.emit({ type: 'overflow', sessionId, tokens, threshold, contextWindow: call.contextWindow as number });
+  env.emit({ type: 'compaction-end', sessionId, ...result, receipt });
   return {
     messages: output.view.messages,
     tokens,
-    memo: withRequestDecision(call, output.memo, r.usageRecorded),
-    calibration: reset,
+    memo: withRequestDecision(call, output.memo, start.usageRecorded),
+    calibration: plan.reset,
     result,
   };
 }
@@ -189,7 +264,7 @@ function sameContent(a: GuardMessage | undefined, b: GuardMessage | undefined): 
 /** The hook's answer: 'cancel', a summary to use instead of the summarizer's, or undefined. */
 async function askBeforeCompact(
   call: Call,
-  r: CompactionRequest,
+  start: Start,
   env: CompactionEnv,
   target: number,
 ): Promise<'cancel' | string | undefined> {
@@ -198,16 +273,16 @@ async function askBeforeCompact(
   try {
     const answer = await hook({
       sessionId: call.sessionId,
-      reason: r.reason,
+      reason: start.reason,
       // A copy: the view may be the host's own array, which a hook must not be able to change.
-      messages: r.view.messages.slice(),
-      tokens: r.tokens,
+      messages: start.view.messages.slice(),
+      tokens: start.tokens,
       threshold: call.threshold,
       target,
-      focus: r.focus,
+      focus: start.focus,
     });
     // Cancelling is honoured while the prompt still fits the window; past it, the guard never sends it.
-    if (answer?.cancel === true && r.tokens <= (call.contextWindow as number)) return 'cancel';
+    if (answer?.cancel === true && start.tokens <= (call.contextWindow as number)) return 'cancel';
     if (typeof answer?.summary === 'string' && answer.summary.trim()) return answer.summary.trim();
   } catch (error) {
     env.emit({ type: 'error', sessionId: call.sessionId, stage: 'beforeCompact', error });
@@ -215,23 +290,42 @@ async function askBeforeCompact(
   return undefined;
 }
 
-interface Plan {
-  settings: ReturnType<typeof compactionSettings>;
-  reset: CalibrationState;
-  override: string | undefined;
-  /** One deadline for every summarizer call of this compaction; past it the rest folds mechanically. */
-  deadline: number;
-  /** The archive batch of this compaction, and the time span it covers. */
-  label: string;
-  start: string;
-  end: string;
+/** The pipeline's input for a summarizer (undefined: the mechanical digest only). */
+function pipelineInput(call: Call, start: Start, env: CompactionEnv, plan: Plan) {
+  const reports = reporters(call, start, env, plan);
+  const tokensPerChar = tokensPerCharAfterReset(plan.reset, env.options.calibration);
+  return (summarizer: ResolvedOptions['summarizer']): PipelineInput => ({
+    sessionId: call.sessionId,
+    reason: start.reason,
+    focus: start.focus,
+    hostMessages: call.hostMessages,
+    hashOf: call.hashOf,
+    prefixOf: (n) => {
+      const host = call.measureHost();
+      return { messages: n, chars: host.cumChars[n - 1] ?? 0, hash: n > 0 ? (host.cumHash[n - 1] ?? 0) : 0 };
+    },
+    memo: start.memo,
+    summaryApplies: start.summaryApplies,
+    settings: plan.settings,
+    threshold: call.threshold,
+    contextWindow: call.contextWindow as number,
+    redact: env.options.redact,
+    archive: plan.settings.archive ? { label: plan.label, start: plan.start, end: plan.end } : undefined,
+    tokensBefore: start.tokens,
+    measure: call.measure,
+    price: priceAfterReset(plan.reset, env.options.calibration),
+    tokensPerChar,
+    onStart: reports.onStart,
+    onDigestLoss: reports.onDigestLoss,
+    onUserWordsLost: reports.onUserWordsLost,
+    summarize: summarizeWith(call, start, env, plan, { summarizer, tokensPerChar, onDigestLoss: reports.onDigestLoss }),
+  });
 }
 
-/** The pipeline's input for a summarizer (undefined: the mechanical digest only). */
-function pipelineInput(call: Call, r: CompactionRequest, env: CompactionEnv, plan: Plan) {
+/** The pipeline's callbacks that report what it did: the compaction's start (once), digest losses, the user's words lost. */
+function reporters(call: Call, start: Start, env: CompactionEnv, plan: Plan) {
   const { sessionId } = call;
-  const { options, emit } = env;
-  const tokensPerChar = tokensPerCharAfterReset(plan.reset, options.calibration);
+  const { emit } = env;
   const onDigestLoss = (lostMessages: number, lostUserMessages: number) => {
     if (lostMessages > 0) emit({ type: 'digest-loss', sessionId, lostMessages, lostUserMessages });
   };
@@ -245,7 +339,7 @@ function pipelineInput(call: Call, r: CompactionRequest, env: CompactionEnv, pla
   const onStart = () => {
     if (startEmitted) return;
     startEmitted = true;
-    const { reason, tokens, focus } = r;
+    const { reason, tokens, focus } = start;
     emit({
       type: 'compaction-start',
       sessionId,
@@ -253,70 +347,64 @@ function pipelineInput(call: Call, r: CompactionRequest, env: CompactionEnv, pla
       tokens,
       threshold: call.threshold,
       target: plan.settings.target,
-      messages: r.view.messages.length,
+      messages: start.view.messages.length,
       ...(focus !== undefined ? { focus } : {}),
     });
   };
-  return (summarizer: ResolvedOptions['summarizer']): PipelineInput => ({
-    sessionId,
-    reason: r.reason,
-    focus: r.focus,
-    input: call.hostMessages,
-    hashOf: call.hashOf,
-    prefixOf: (n) => {
-      const host = call.measureHost();
-      return { messages: n, chars: host.cumChars[n - 1] ?? 0, hash: n > 0 ? (host.cumHash[n - 1] ?? 0) : 0 };
-    },
-    memo: r.memo,
-    summaryApplies: r.summaryApplies,
-    settings: plan.settings,
-    threshold: call.threshold,
-    contextWindow: call.contextWindow as number,
-    redact: options.redact,
-    archive: plan.settings.archive ? { label: plan.label, start: plan.start, end: plan.end } : undefined,
-    tokensBefore: r.tokens,
-    measure: call.measure,
-    price: priceAfterReset(plan.reset, options.calibration),
-    tokensPerChar,
-    onStart,
-    onDigestLoss,
-    onUserWordsLost,
-    summarize: async (messages, previousSummary, roomTokens, userRoomTokens, contextOnly) => {
-      const outcome = await summarize(
-        {
-          sessionId,
-          messages,
-          previousSummary,
-          focus: r.focus,
-          maxSummaryTokens: plan.settings.maxSummaryTokens,
-          readTokens: plan.settings.summarizerInputTokens,
-          summarizerContextWindow: plan.settings.summarizerContextWindow,
-          timeoutMs: plan.settings.summarizerTimeoutMs,
-          deadline: plan.deadline,
-          tokensPerChar: Math.max(tokensPerChar, options.calibration.default / CHARS_PER_TOKEN),
-          reportTokensPerChar: tokensPerChar,
-          summarizer,
-          roomTokens,
-          userRoomTokens,
-          ...(contextOnly && contextOnly.size > 0 ? { contextOnly } : {}),
-          redact: options.redact,
-          ...(r.signal ? { signal: r.signal } : {}),
-          breaker: env.breaker,
-          onFailure: (reason, consecutiveFailures, error) =>
-            emit({
-              type: 'summarizer-failed',
-              sessionId,
-              reason,
-              consecutiveFailures,
-              ...(error !== undefined ? { error } : {}),
-            }),
-        },
-        plan.override,
-      );
-      onDigestLoss(outcome.lostMessages, outcome.lostUserMessages);
-      return outcome;
-    },
-  });
+  return { onStart, onDigestLoss, onUserWordsLost };
+}
+
+/** The pipeline's `summarize`: the summarizer (or the mechanical digest) run with this compaction's budgets, deadline and breaker. */
+function summarizeWith(
+  call: Call,
+  start: Start,
+  env: CompactionEnv,
+  plan: Plan,
+  given: {
+    summarizer: ResolvedOptions['summarizer'];
+    /** The calibrated tokens per character the compaction plans with. */
+    tokensPerChar: number;
+    onDigestLoss: PipelineInput['onDigestLoss'];
+  },
+): PipelineInput['summarize'] {
+  const { sessionId } = call;
+  const { options, emit } = env;
+  const { tokensPerChar } = given;
+  return async (messages, previousSummary, roomTokens, userRoomTokens, contextOnly) => {
+    const outcome = await runSummarizer(
+      {
+        sessionId,
+        messages,
+        previousSummary,
+        focus: start.focus,
+        maxSummaryTokens: plan.settings.maxSummaryTokens,
+        readTokens: plan.settings.summarizerInputTokens,
+        summarizerContextWindow: plan.settings.summarizerContextWindow,
+        timeoutMs: plan.settings.summarizerTimeoutMs,
+        deadline: plan.deadline,
+        tokensPerChar: Math.max(tokensPerChar, options.calibration.default / CHARS_PER_TOKEN),
+        reportTokensPerChar: tokensPerChar,
+        summarizer: given.summarizer,
+        roomTokens,
+        userRoomTokens,
+        ...(contextOnly && contextOnly.size > 0 ? { contextOnly } : {}),
+        redact: options.redact,
+        ...(start.signal ? { signal: start.signal } : {}),
+        breaker: env.breaker,
+        onFailure: (reason, consecutiveFailures, error) =>
+          emit({
+            type: 'summarizer-failed',
+            sessionId,
+            reason,
+            consecutiveFailures,
+            ...(error !== undefined ? { error } : {}),
+          }),
+      },
+      plan.override,
+    );
+    given.onDigestLoss(outcome.lostMessages, outcome.lostUserMessages);
+    return outcome;
+  };
 }
 
 /** A request left cut or without its media is not retried until the history or the calibration changes. */

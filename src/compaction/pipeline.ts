@@ -16,19 +16,19 @@ import { Work, type PipelineInput, type PipelineOutput } from './work.ts';
 
 export type { PipelineInput, PipelineOutput } from './work.ts';
 
-export async function runPipeline(p: PipelineInput): Promise<PipelineOutput> {
-  const w = new Work(p);
+export async function runPipeline(input: PipelineInput): Promise<PipelineOutput> {
+  const w = new Work(input);
   // The irreducible part (system messages, tools, the text of the latest request: its images and
   // files can be named instead) over the threshold: no step can help, so straight to the last resort.
-  const request = w.request >= 0 ? p.input[w.request] : undefined;
-  const irreducible = p.measure([
-    ...p.input.filter((m) => m?.role === 'system'),
+  const request = w.request >= 0 ? input.hostMessages[w.request] : undefined;
+  const irreducible = input.measure([
+    ...input.hostMessages.filter((m) => m?.role === 'system'),
     ...(request ? [replaceMedia(request, () => true)] : []),
   ]);
-  if (p.price(irreducible.chars, irreducible.mediaTokens) > p.threshold) return w.finish(lastResort(w));
+  if (input.price(irreducible.chars, irreducible.mediaTokens) > input.threshold) return w.finish(lastResort(w));
   prune(w);
   // A manual compaction (the compact tool, an overflow retry) always summarizes.
-  if (p.reason === 'manual' || !w.under()) await summarizeOlder(w);
+  if (input.reason === 'manual' || !w.under()) await summarizeOlder(w);
   hardFit(w);
-  return w.finish(w.cur.tokens > p.threshold ? lastResort(w) : false);
+  return w.finish(w.cur.tokens > input.threshold ? lastResort(w) : false);
 }

@@ -9,7 +9,7 @@ import { DEFAULT_MECHANICAL_CHARS_PER_MESSAGE, mechanicalDigest, userStartsChars
 import { clipMessage } from './memo.ts';
 import { applyToolEdits, outputChars, toolResultsOf } from './tool-edits.ts';
 import { unitsOf } from './structure.ts';
-import { waterLevel } from './work.ts';
+import { waterLevel } from './water-level.ts';
 import {
   buildSummaryRequest,
   DEFAULT_TRANSCRIPT_TOOL_RESULT_CHARS,
@@ -396,7 +396,7 @@ export function redactedMessages(messages: readonly GuardMessage[], redact: (tex
  * mechanical digest from the first chunk it fails on (the summary so far is kept, so no history is
  * lost). `override` (from a beforeCompact hook) replaces the summarizer.
  */
-export async function summarize(req: SummarizeRequest, override?: string): Promise<SummarizeOutcome> {
+export async function runSummarizer(req: SummarizeRequest, override?: string): Promise<SummarizeOutcome> {
   const redact = req.redact;
   if (!redact) return summarizeRaw(req, override);
   // Redacted on the way in (the summarizer never sees a secret) and on the way out (a summary

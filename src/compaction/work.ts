@@ -4,7 +4,7 @@
 // will re-apply.
 import type { LostWords } from './instructions.ts';
 import type { ArchiveBatch } from '../archive/types.ts';
-import type { CompactionSettings } from '../config.ts';
+import type { CompactionSettings } from './policy.ts';
 import type { GuardMessage } from '../messages.ts';
 import type { PromptFingerprint } from '../tokens/fingerprint.ts';
 import type { Entry } from '../tokens/prompt-measure.ts';
@@ -25,13 +25,13 @@ export interface PipelineInput {
   reason: CompactionReason;
   focus: string | undefined;
   /** The host's messages. */
-  input: readonly GuardMessage[];
+  hostMessages: readonly GuardMessage[];
   /** Content hash of host message i. */
   hashOf: (index: number) => number;
   /** Fingerprint of the host's first n messages. */
   prefixOf: (n: number) => PromptFingerprint;
   memo: CompactionMemo;
-  /** Whether `memo.summary` covers the start of `input`. */
+  /** Whether `memo.summary` covers the start of `hostMessages`. */
   summaryApplies: boolean;
   settings: CompactionSettings;
   threshold: number;
@@ -105,7 +105,8 @@ export interface Stats {
 }
 
 export class Work {
-  readonly p: PipelineInput;
+  /** What the compaction was given: the host's messages, the memo, the settings, how to measure and price. */
+  readonly input: PipelineInput;
   readonly memo: CompactionMemo;
   /** The settings with the target of this compaction (see the constructor). */
   readonly settings: CompactionSettings;
@@ -135,33 +136,12 @@ export class Work {
   private started = false;
   private readonly messagesBefore: number;
 
-  constructor(p: PipelineInput) {
-    this.p = p;
-    // When system messages and tool definitions alone take most of the room, the configured target
-    // cannot be reached: aim halfway between them and the threshold instead, so that the next calls
-    // still have room to grow before compacting again.
-    const fixed = p.measure(p.input.filter((m) => m?.role === 'system'));
-    const fixedTokens = p.price(fixed.chars, fixed.mediaTokens);
-    // Only then: below, the target holds, however low it is set (or paced, see compactionSettings).
-    const target =
-      fixedTokens < p.threshold && fixedTokens >= FIXED_SHARE_OF_TARGET * p.settings.target
-        ? Math.max(p.settings.target, fixedTokens + (p.threshold - fixedTokens) / 2)
-        : p.settings.target;
-    this.settings = { ...p.settings, target };
-    const memo: CompactionMemo = {
-      ...p.memo,
-      tools: { ...p.memo.tools },
-      clips: { ...p.memo.clips },
-      media: { ...p.memo.media },
-    };
-    if (!p.summaryApplies) {
-      delete memo.summary;
-      delete memo.batches;
-    }
-    // Placeholders and cuts made from now on name the archived original.
-    if (p.archive) memo.recall = true;
+  constructor(input: PipelineInput) {
+    this.input = input;
+    this.settings = { ...input.settings, target: reachableTarget(input) };
+    const memo = workingMemo(input);
     // The request's cut and media placeholders are decided again by this compaction (see steps/last-resort.ts).
-    this.request = requestIndex(p.input, p.memo.own);
+    this.request = requestIndex(input.hostMessages, input.memo.own);
     const relaxed = requestEditsDropped(memo, this.request);
     if (relaxed) {
       delete memo.requestClip;
@@ -169,7 +149,7 @@ export class Work {
       else delete memo.media;
     }
     this.memo = memo;
-    this.latest = latestToolResults(p, this.request);
+    this.latest = latestToolResults(input, this.request);
     this.cur = this.render();
     this.messagesBefore = this.cur.view.messages.length;
   }
@@ -181,19 +161,19 @@ export class Work {
 
   /** The prompt the memo makes of the host's messages, measured and priced in whole tokens. */
   render(): Rendered {
-    const view = renderView(this.p.input, this.memo, this.memo.summary !== undefined, this.p.hashOf);
-    const measured = this.p.measure(view.messages);
+    const view = renderView(this.input.hostMessages, this.memo, this.memo.summary !== undefined, this.input.hashOf);
+    const measured = this.input.measure(view.messages);
     // A copy: the measurer reuses its arrays on the next measure, and the steps measure other prompts.
     return {
       view,
       entries: measured.entries.slice(),
-      tokens: Math.ceil(this.p.price(measured.chars, measured.mediaTokens)),
+      tokens: Math.ceil(this.input.price(measured.chars, measured.mediaTokens)),
     };
   }
 
   /** Reports the start once, before the first step that changes the prompt. */
   start(): void {
-    if (!this.started) this.p.onStart();
+    if (!this.started) this.input.onStart();
     this.started = true;
   }
 
@@ -209,13 +189,13 @@ export class Work {
    * target to keep the user's words (hard fit does not then cut it back).
    */
   under(): boolean {
-    return this.cur.tokens <= (this.stats.extended ? this.p.threshold : this.settings.target);
+    return this.cur.tokens <= (this.stats.extended ? this.input.threshold : this.settings.target);
   }
 
   /** Provider tokens of the rendered prompt's message i. */
   messageTokens(i: number): number {
     const e = this.cur.entries[i];
-    return e ? e.chars * this.p.tokensPerChar + e.mediaTokens : 0;
+    return e ? e.chars * this.input.tokensPerChar + e.mediaTokens : 0;
   }
 
   /** Tool results of the host's messages in the prompt, oldest first, with their key in the memo. */
@@ -230,18 +210,19 @@ export class Work {
 
   /** The output; an overflow when even the smallest prompt is over the threshold (or the request had to be cut). */
   finish(overflow: boolean): PipelineOutput {
-    const { p, memo, cur, stats, steps } = this;
-    if (steps.length === 0) return { memo: p.memo, view: cur.view, tokens: cur.tokens, result: undefined, batches: [] };
-    memo.compactions = p.memo.compactions + 1;
+    const { input, memo, cur, stats, steps } = this;
+    if (steps.length === 0)
+      return { memo: input.memo, view: cur.view, tokens: cur.tokens, result: undefined, batches: [] };
+    memo.compactions = input.memo.compactions + 1;
     // Remembered so that later calls do not compact the same smallest prompt again (see hasCompactable).
     if (overflow) memo.overflowed = true;
     else delete memo.overflowed;
     if (memo.media && Object.keys(memo.media).length === 0) delete memo.media;
     const result: Omit<CompactionResult, 'durationMs' | 'cacheBrokenTokens'> = {
-      reason: p.reason,
+      reason: input.reason,
       strategy: steps[steps.length - 1] as CompactionStep,
       steps,
-      tokensBefore: p.tokensBefore,
+      tokensBefore: input.tokensBefore,
       tokensAfter: Math.ceil(cur.tokens),
       target: Math.floor(this.settings.target),
       messagesBefore: this.messagesBefore,
@@ -258,6 +239,38 @@ export class Work {
     };
     return { memo, view: cur.view, tokens: cur.tokens, result, batches: stats.batches };
   }
+}
+
+/**
+ * The target of this compaction. When system messages and tool definitions alone take most of the
+ * room, the configured target cannot be reached: aim halfway between them and the threshold
+ * instead, so that the next calls still have room to grow before compacting again.
+ */
+function reachableTarget(input: PipelineInput): number {
+  const { settings, threshold } = input;
+  const fixed = input.measure(input.hostMessages.filter((m) => m?.role === 'system'));
+  const fixedTokens = input.price(fixed.chars, fixed.mediaTokens);
+  // Only then: below, the target holds, however low it is set (or paced, see compactionSettings).
+  return fixedTokens < threshold && fixedTokens >= FIXED_SHARE_OF_TARGET * settings.target
+    ? Math.max(settings.target, fixedTokens + (threshold - fixedTokens) / 2)
+    : settings.target;
+}
+
+/** A copy of the memo the steps may edit: without a summary that no longer applies, naming the archive when it is on. */
+function workingMemo(input: PipelineInput): CompactionMemo {
+  const memo: CompactionMemo = {
+    ...input.memo,
+    tools: { ...input.memo.tools },
+    clips: { ...input.memo.clips },
+    media: { ...input.memo.media },
+  };
+  if (!input.summaryApplies) {
+    delete memo.summary;
+    delete memo.batches;
+  }
+  // Placeholders and cuts made from now on name the archived original.
+  if (input.archive) memo.recall = true;
+  return memo;
 }
 
 /**
@@ -287,35 +300,23 @@ export interface LatestResults {
  * cap, the recent tail) never cuts them: what the model asked for and has not seen yet reaches it
  * whole, and only the threshold could justify a cut.
  */
-function latestToolResults(p: PipelineInput, request: number): LatestResults {
-  const { input } = p;
-  let from = input.length - 1;
-  while (from >= 0 && input[from]?.role !== 'assistant') from--;
+function latestToolResults(input: PipelineInput, request: number): LatestResults {
+  const host = input.hostMessages;
+  let from = host.length - 1;
+  while (from >= 0 && host[from]?.role !== 'assistant') from--;
   const messages = new Set<number>();
   if (from < 0) return { from, messages, protected: false };
-  for (let i = from + 1; i < input.length; i++) if (input[i]?.role === 'tool') messages.add(i);
+  for (let i = from + 1; i < host.length; i++) if (host[i]?.role === 'tool') messages.add(i);
   if (messages.size === 0) return { from, messages, protected: false };
   // The request with its images and files: they are the user's, and go after tool output.
   const smallest: GuardMessage[] = [];
-  input.forEach((m, i) => {
+  host.forEach((m, i) => {
     if ((i < from && m?.role === 'system') || i === request || i >= from) smallest.push(m);
   });
-  const measured = p.measure(smallest);
-  return { from, messages, protected: Math.ceil(p.price(measured.chars, measured.mediaTokens)) <= fitAim(p.threshold) };
-}
-
-/**
- * The largest cap such that cutting every size above it down to it saves at least `excess`
- * (never below `floor`): the fairest way to shrink many things by a total amount.
- */
-export function waterLevel(sizes: number[], excess: number, floor: number): number {
-  const sorted = sizes.filter((s) => s > floor).sort((a, b) => b - a);
-  let saved = 0;
-  for (let k = 0; k < sorted.length; k++) {
-    const next = k + 1 < sorted.length ? Math.max(floor, sorted[k + 1] as number) : floor;
-    const gain = (k + 1) * ((sorted[k] as number) - next);
-    if (saved + gain >= excess) return Math.max(floor, Math.floor((sorted[k] as number) - (excess - saved) / (k + 1)));
-    saved += gain;
-  }
-  return floor;
+  const measured = input.measure(smallest);
+  return {
+    from,
+    messages,
+    protected: Math.ceil(input.price(measured.chars, measured.mediaTokens)) <= fitAim(input.threshold),
+  };
 }

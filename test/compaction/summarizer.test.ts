@@ -1,4 +1,4 @@
-// Unit tests of summarize(): the fallbacks and what their digest keeps, the
+// Unit tests of runSummarizer(): the fallbacks and what their digest keeps, the
 // deadline of a whole compaction, the timer that must not let a process exit with a
 // compaction pending, the chunking of the summarizer's input and the circuit breaker.
 import { spawnSync } from 'node:child_process';
@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MECHANICAL_SUMMARY_PREFIX, MECHANICAL_USER_FLOOR_CHARS } from '../../src/compaction/mechanical.ts';
 import {
   CircuitBreaker,
-  summarize,
+  runSummarizer,
   type SummarizeRequest,
   type SummarizerFailure,
 } from '../../src/compaction/summarizer.ts';
@@ -98,7 +98,7 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-describe('summarize: the length the summarizer is told', () => {
+describe('runSummarizer: the length the summarizer is told', () => {
   // A summarizer that obeys the stated word budget to the word, with words of ordinary length (six
   // characters with their space, as in English prose and Markdown), must never be rejected as too
   // large: at the default correction (0.375 tokens a character) it was told 240 words and held to
@@ -113,14 +113,14 @@ describe('summarize: the length the summarizer is told', () => {
         return Array.from({ length: words }, (_, i) => (i % 2 ? 'state' : 'files')).join(' ');
       };
       const req = request({ summarizer: obedient, tokensPerChar });
-      const outcome = await summarize(req);
+      const outcome = await runSummarizer(req);
       expect(req.failures).toEqual([]);
       expect(outcome.mechanical).toBe(false);
     },
   );
 });
 
-describe('summarize: the fallback digest keeps what the user said', () => {
+describe('runSummarizer: the fallback digest keeps what the user said', () => {
   const hangs: Summarizer = () => new Promise<string>(() => {});
   it.each<[string, Summarizer | undefined, Partial<SummarizeRequest>, SummarizerFailure]>([
     ['no summarizer', undefined, {}, 'missing'],
@@ -130,7 +130,7 @@ describe('summarize: the fallback digest keeps what the user said', () => {
     ['a summarizer that hangs', hangs, { timeoutMs: 20 }, 'timeout'],
   ])('with %s: every user request of 17 messages at a 4k window survives', async (_, summarizer, over, reason) => {
     const req = request({ summarizer, ...over });
-    const outcome = await summarize(req);
+    const outcome = await runSummarizer(req);
     expect(outcome.mechanical).toBe(true);
     expect(req.failures.map((f) => f.reason)).toEqual([reason]);
     expect(outcome.text.startsWith(MECHANICAL_SUMMARY_PREFIX)).toBe(true);
@@ -151,7 +151,7 @@ describe('summarize: the fallback digest keeps what the user said', () => {
       summarizerContextWindow: 16_000,
       roomTokens: 3471,
     });
-    const outcome = await summarize(req);
+    const outcome = await runSummarizer(req);
     const kept = Array.from({ length: 400 }, (_, i) => i).filter((i) => outcome.text.includes(`- user: fact-${i}: `));
     expect(kept.length).toBeGreaterThan(100);
     expect(outcome.lostUserMessages).toBe(400 - kept.length);
@@ -167,7 +167,7 @@ describe('summarize: the fallback digest keeps what the user said', () => {
       summarizerContextWindow: 16_000,
       roomTokens: 12_000,
     });
-    const outcome = await summarize(req);
+    const outcome = await runSummarizer(req);
     for (let i = 0; i < 400; i++) expect(outcome.text).toContain(`- user: fact-${i}: the deploy key of service ${i}`);
     expect(outcome.lostUserMessages).toBe(0);
   });
@@ -175,14 +175,14 @@ describe('summarize: the fallback digest keeps what the user said', () => {
   it('keeps a previous summary longer than the summary budget whole when the room allows it', async () => {
     const previous = `## Task state\nMigrating the DB. ${filler(2_000)}\n## User guidance\nNever touch prod.`;
     // The summary budget is ~1,067 characters; the room under the target is 8,000.
-    const outcome = await summarize(request({ previousSummary: previous, roomTokens: 3_000 }));
+    const outcome = await runSummarizer(request({ previousSummary: previous, roomTokens: 3_000 }));
     expect(outcome.text).toContain(previous);
     for (let i = 0; i <= 4; i++) expect(outcome.text).toContain(`- user: request-${i}: `);
   });
 
   it('bounds a previous summary far over the budget and still keeps the start of every user request', async () => {
     const previous = `## Task state\nMigrating the DB. ${filler(200_000)}\n## User guidance\nNever touch prod.`;
-    const outcome = await summarize(request({ previousSummary: previous }));
+    const outcome = await runSummarizer(request({ previousSummary: previous }));
     expect(outcome.text.length).toBeLessThanOrEqual(BUDGET_4K);
     expect(outcome.text).toContain('## Task state\nMigrating the DB.');
     expect(outcome.text).toContain('Never touch prod.');
@@ -192,22 +192,22 @@ describe('summarize: the fallback digest keeps what the user said', () => {
 
   it('keeps the start of every user request when the room under the target is tiny or negative', async () => {
     for (const roomTokens of [0, 1, -5_000, Number.NaN]) {
-      const outcome = await summarize(request({ roomTokens }));
+      const outcome = await runSummarizer(request({ roomTokens }));
       expect(outcome.text.length).toBeLessThanOrEqual(BUDGET_4K);
       for (let i = 0; i <= 4; i++) expect(outcome.text).toContain(`- user: request-${i}: `);
     }
   });
 
   it('a chain of fallbacks does not nest digests or lose the user lines of the earlier ones', async () => {
-    const first = await summarize(request({ messages: seventeen.slice(0, 8) }));
-    const second = await summarize(request({ messages: seventeen.slice(8), previousSummary: first.text }));
+    const first = await runSummarizer(request({ messages: seventeen.slice(0, 8) }));
+    const second = await runSummarizer(request({ messages: seventeen.slice(8), previousSummary: first.text }));
     expect(second.text.split(MECHANICAL_SUMMARY_PREFIX)).toHaveLength(2);
     expect(second.text.length).toBeLessThanOrEqual(BUDGET_4K);
     for (let i = 0; i <= 4; i++) expect(second.text).toContain(`- user: request-${i}: `);
   });
 });
 
-describe('summarize: the deadline of a whole compaction', () => {
+describe('runSummarizer: the deadline of a whole compaction', () => {
   /**
    * A summarizer window so small that 601 messages take dozens of chunks (even cut to what the
    * summarizer reads of them: 4 × the summary budget, at least 40 characters each).
@@ -236,7 +236,7 @@ describe('summarize: the deadline of a whole compaction', () => {
       maxSummaryTokens: 800,
       deadline: Date.now() + 1_000,
     });
-    const pending = summarize(req);
+    const pending = runSummarizer(req);
     await vi.advanceTimersByTimeAsync(60_000);
     const outcome = await pending;
     // Without the deadline this takes dozens of calls; 150 ms each fit 7 in a second (the 7th cut short).
@@ -255,7 +255,7 @@ describe('summarize: the deadline of a whole compaction', () => {
     vi.useFakeTimers({ now: 1_000_000 });
     const { calls, summarizer } = slow(150);
     const req = request({ messages: many, summarizer, summarizerContextWindow: 2_000, maxSummaryTokens: 800 });
-    const pending = summarize(req);
+    const pending = runSummarizer(req);
     await vi.advanceTimersByTimeAsync(60_000);
     const outcome = await pending;
     expect(outcome.mechanical).toBe(false);
@@ -265,7 +265,7 @@ describe('summarize: the deadline of a whole compaction', () => {
   it('does not call the summarizer when the deadline has passed', async () => {
     const { calls, summarizer } = slow(1);
     const req = request({ summarizer, deadline: Date.now() - 1 });
-    const outcome = await summarize(req);
+    const outcome = await runSummarizer(req);
     expect(calls).toHaveLength(0);
     expect(outcome.mechanical).toBe(true);
     expect(req.failures.map((f) => f.reason)).toEqual(['deadline']);
@@ -283,7 +283,7 @@ describe('summarize: the deadline of a whole compaction', () => {
       timeoutMs: 60_000,
       deadline: Date.now() + 500,
     });
-    const pending = summarize(req);
+    const pending = runSummarizer(req);
     await vi.advanceTimersByTimeAsync(500);
     const outcome = await pending;
     expect(outcome.mechanical).toBe(true);
@@ -299,7 +299,7 @@ describe('summarize: the deadline of a whole compaction', () => {
       timeoutMs: 100,
       deadline: Date.now() + 10_000,
     });
-    const pending = summarize(req);
+    const pending = runSummarizer(req);
     await vi.advanceTimersByTimeAsync(100);
     await pending;
     expect(req.failures.map((f) => f.reason)).toEqual(['timeout']);
@@ -308,7 +308,7 @@ describe('summarize: the deadline of a whole compaction', () => {
 
   it('ignores a deadline that is not a finite time', async () => {
     const req = request({ summarizer: () => 'the summary', deadline: Number.NaN });
-    const outcome = await summarize(req);
+    const outcome = await runSummarizer(req);
     expect(outcome).toMatchObject({ text: 'the summary', mechanical: false });
     expect(req.failures).toEqual([]);
   });
@@ -316,12 +316,12 @@ describe('summarize: the deadline of a whole compaction', () => {
   it('a timeout beyond what a timer can hold does not fire at once', async () => {
     const summarizer = () => new Promise<string>((resolve) => setTimeout(() => resolve('the summary'), 20));
     const req = request({ summarizer, timeoutMs: 2 ** 40 });
-    const outcome = await summarize(req);
+    const outcome = await runSummarizer(req);
     expect(outcome).toMatchObject({ text: 'the summary', mechanical: false });
   });
 });
 
-describe('summarize: chunks of the summarizer input', () => {
+describe('runSummarizer: chunks of the summarizer input', () => {
   function recording() {
     const calls: SummarizerInput[] = [];
     const summarizer: Summarizer = (input) => {
@@ -334,7 +334,7 @@ describe('summarize: chunks of the summarizer input', () => {
   it('every user message reaches the summarizer, in order, across many chunks', async () => {
     const { calls, summarizer } = recording();
     const messages = factSession();
-    const outcome = await summarize(
+    const outcome = await runSummarizer(
       request({ messages, summarizer, summarizerContextWindow: 8_000, maxSummaryTokens: 800 }),
     );
     expect(outcome.mechanical).toBe(false);
@@ -356,7 +356,7 @@ describe('summarize: chunks of the summarizer input', () => {
       { role: 'user', content: huge },
       { role: 'assistant', content: 'ok' },
     ];
-    const outcome = await summarize(
+    const outcome = await runSummarizer(
       request({ messages, summarizer, summarizerContextWindow: 8_000, maxSummaryTokens: 800 }),
     );
     expect(outcome.mechanical).toBe(false);
@@ -378,7 +378,7 @@ describe('summarize: chunks of the summarizer input', () => {
       { role: 'user', content: parts },
       { role: 'assistant', content: 'ok' },
     ];
-    const outcome = await summarize(
+    const outcome = await runSummarizer(
       request({ messages, summarizer, summarizerContextWindow: 8_000, maxSummaryTokens: 800 }),
     );
     expect(outcome.mechanical).toBe(false);
@@ -403,7 +403,7 @@ describe('summarize: chunks of the summarizer input', () => {
       maxSummaryTokens: 800,
       roomTokens: 20_000,
     });
-    const outcome = await summarize(req);
+    const outcome = await runSummarizer(req);
     expect(outcome.mechanical).toBe(true);
     expect(outcome.text).toContain('summary of chunk 2');
     expect(req.failures.map((f) => f.reason)).toEqual(['error']);
@@ -450,14 +450,14 @@ describe('CircuitBreaker', () => {
         return 'x';
       },
     });
-    const outcome = await summarize(req);
+    const outcome = await runSummarizer(req);
     expect(called).toBe(false);
     expect(outcome.mechanical).toBe(true);
     expect(req.failures.map((f) => f.reason)).toEqual(['circuit-open']);
   });
 });
 
-describe('summarize: the summarizer timer', () => {
+describe('runSummarizer: the summarizer timer', () => {
   it('keeps a short-lived process alive until a hanging summarizer times out, so beforeModel settles', () => {
     const index = fileURLToPath(new URL('../../src/index.ts', import.meta.url));
     const script = `
@@ -482,12 +482,12 @@ describe('summarize: the summarizer timer', () => {
   });
 });
 
-describe('summarize: the fallback digest reads the messages as the host wrote them', () => {
+describe('runSummarizer: the fallback digest reads the messages as the host wrote them', () => {
   it('a user message clipped to fit a summarizer chunk keeps, in the digest, the words after a long base64 run', async () => {
     const blob = Buffer.alloc(6_000, 'x').toString('base64');
     const words = 'then the words that matter: ship it on Friday';
     const big: GuardMessage = { role: 'user', content: `U1 ${blob} ${words} ${blob}` };
-    const outcome = await summarize(
+    const outcome = await runSummarizer(
       request({
         messages: [big, { role: 'assistant', content: 'ok' }],
         summarizer: () => {
@@ -500,7 +500,7 @@ describe('summarize: the fallback digest reads the messages as the host wrote th
   });
 });
 
-describe('summarize: what the summarizer reads, and what the digest keeps once', () => {
+describe('runSummarizer: what the summarizer reads, and what the digest keeps once', () => {
   it('reads at most 4 × the summary budget: tool output cut first, the user words whole', async () => {
     const prompts: string[] = [];
     const summarizer: Summarizer = (input) => {
@@ -509,7 +509,7 @@ describe('summarize: what the summarizer reads, and what the digest keeps once',
     };
     // 8 turns of a 150-character request and a 3,000-character file: about 30,000 characters.
     const messages = [0, 1, 2, 3, 4, 5, 6, 7].flatMap((i) => turn(i, 150, 3000));
-    const outcome = await summarize(
+    const outcome = await runSummarizer(
       request({ messages, summarizer, maxSummaryTokens: 800, summarizerContextWindow: 32_000 }),
     );
     expect(outcome.mechanical).toBe(false);
@@ -529,13 +529,13 @@ describe('summarize: what the summarizer reads, and what the digest keeps once',
     };
     // Files under the transcript's own 2,000-character cut of each tool output.
     const messages = [0, 1, 2, 3, 4, 5, 6, 7].flatMap((i) => turn(i, 150, 1500));
-    await summarize(
+    await runSummarizer(
       request({ messages, summarizer, maxSummaryTokens: 800, readTokens: 20_000, summarizerContextWindow: 64_000 }),
     );
     expect(prompts).toHaveLength(1);
     expect(prompts[0]).not.toContain('characters omitted');
     prompts.length = 0;
-    await summarize(
+    await runSummarizer(
       request({ messages, summarizer, maxSummaryTokens: 800, readTokens: 1_000, summarizerContextWindow: 64_000 }),
     );
     expect((prompts[0] as string).length).toBeLessThan(1_000 / 0.375 + 2_000);
@@ -544,7 +544,7 @@ describe('summarize: what the summarizer reads, and what the digest keeps once',
 
   it('leaves a message the summarizer reads only for context (the latest request, sent whole) out of the digest', async () => {
     const latest = seventeen[16] as GuardMessage;
-    const outcome = await summarize(request({ contextOnly: new Set([latest]), roomTokens: 3_000 }));
+    const outcome = await runSummarizer(request({ contextOnly: new Set([latest]), roomTokens: 3_000 }));
     expect(outcome.mechanical).toBe(true);
     for (let i = 0; i <= 3; i++) expect(outcome.text).toContain(`- user: request-${i}: `);
     expect(outcome.text).not.toContain('- user: request-4: ');
@@ -558,7 +558,7 @@ describe('summarize: what the summarizer reads, and what the digest keeps once',
       { length: 40 },
       (_, i): GuardMessage => ({ role: 'user', content: `new-${i}: ${filler(40)}` }),
     );
-    const outcome = await summarize(
+    const outcome = await runSummarizer(
       request({ messages: next, previousSummary, maxSummaryTokens: 400, roomTokens: 200, userRoomTokens: 6_000 }),
     );
     expect(outcome.mechanical).toBe(true);
@@ -568,10 +568,10 @@ describe('summarize: what the summarizer reads, and what the digest keeps once',
 
   it('grows past its room only for the user messages it replaces now: older digest lines give way', async () => {
     // A first digest with room for the starts of 400 user messages; the next one has little room.
-    const first = await summarize(request({ messages: factSession(), maxSummaryTokens: 1600, roomTokens: 12_000 }));
+    const first = await runSummarizer(request({ messages: factSession(), maxSummaryTokens: 1600, roomTokens: 12_000 }));
     expect(first.lostUserMessages).toBe(0);
     const next = [0, 1, 2, 3].map((i): GuardMessage => ({ role: 'user', content: `new-${i}: ${filler(150)}` }));
-    const second = await summarize(
+    const second = await runSummarizer(
       request({
         messages: next,
         previousSummary: first.text,

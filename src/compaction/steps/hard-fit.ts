@@ -10,11 +10,12 @@ import type { GuardMessage } from '../../messages.ts';
 import { instructionsOf, type LostWords } from '../instructions.ts';
 import { mediaKey } from '../media-placeholder.ts';
 import { outputChars } from '../tool-edits.ts';
-import { fitAim, MIN_KEPT_CHARS, waterLevel, type Work } from '../work.ts';
+import { waterLevel } from '../water-level.ts';
+import { fitAim, MIN_KEPT_CHARS, type Work } from '../work.ts';
 
 export function hardFit(w: Work): void {
   const request = w.request;
-  const aim = fitAim(w.p.threshold);
+  const aim = fitAim(w.input.threshold);
   const over = () => w.cur.tokens > aim;
   if (over()) shrinkToolOutputs(w, aim);
   if (over()) replaceMediaUntil(w, aim, (o) => o !== request);
@@ -35,16 +36,16 @@ function reportClippedUserWords(w: Work): void {
   w.cur.view.messages.forEach((m, i) => {
     const o = w.cur.view.origin[i] ?? -1;
     if (o < 0 || o === w.request || m.role !== 'user') return;
-    const original = w.p.input[o] as GuardMessage;
-    if (original === m || w.memo.clips[String(w.p.hashOf(o))] === undefined) return;
+    const original = w.input.hostMessages[o] as GuardMessage;
+    if (original === m || w.memo.clips[String(w.input.hashOf(o))] === undefined) return;
     const sent = JSON.stringify(m.content);
-    const missing = instructionsOf(original, w.p.redact).filter(
+    const missing = instructionsOf(original, w.input.redact).filter(
       (note) => !sent.includes(JSON.stringify(note).slice(1, -1)),
     );
     if (missing.length > 0)
       lost.push({ index: o, sentences: missing.length, chars: missing.reduce((n, note) => n + note.length, 0) });
   });
-  if (lost.length > 0) w.p.onUserWordsLost(lost, 0);
+  if (lost.length > 0) w.input.onUserWordsLost(lost, 0);
 }
 
 /** Characters a cut adds (the marker saying how much was left out, with its line breaks). */
@@ -74,7 +75,7 @@ function nextCut(current: number | undefined, size: number, level: number): numb
 function shrinkToolOutputs(w: Work, aim: number): void {
   for (let round = 0; round < 3 && w.cur.tokens > aim; round++) {
     const results = w.toolResults().filter((r) => !w.protects(r.origin));
-    const excess = (w.cur.tokens - aim) / w.p.tokensPerChar;
+    const excess = (w.cur.tokens - aim) / w.input.tokensPerChar;
     const level = levelWithMarkers(
       results.map((r) => outputChars(r.part)),
       excess,
@@ -137,14 +138,14 @@ function clipMessagesOf(w: Work, aim: number, which: (message: GuardMessage, ori
       if (o < 0 || m.role === 'system' || m.role === 'tool' || !which(m, o)) return;
       candidates.push({ index: i, chars: w.cur.entries[i]?.chars ?? 0 });
     });
-    const excess = (w.cur.tokens - aim) / w.p.tokensPerChar;
+    const excess = (w.cur.tokens - aim) / w.input.tokensPerChar;
     const level = levelWithMarkers(
       candidates.map((c) => c.chars),
       excess,
     );
     let changed = false;
     for (const c of candidates) {
-      const key = String(w.p.hashOf(w.cur.view.origin[c.index] as number));
+      const key = String(w.input.hashOf(w.cur.view.origin[c.index] as number));
       const next = nextCut(w.memo.clips[key], c.chars, level);
       if (next === undefined) continue;
       w.memo.clips[key] = next;

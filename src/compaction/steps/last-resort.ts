@@ -17,28 +17,28 @@ export function lastResort(w: Work): boolean {
   w.changed('hard-fit');
   // The latest tool step was measured to fit beside the request; should the rendered prompt still
   // be over (a repair, a rounding), it goes too: the smallest prompt must fit if anything does.
-  if (w.latest.protected && w.cur.tokens > w.p.threshold) {
+  if (w.latest.protected && w.cur.tokens > w.input.threshold) {
     smallestPrompt(w, false);
     w.changed('hard-fit');
   }
   // What now stands for the older messages, though not sent: the digest the next summary builds on.
   if (w.memo.summary?.text) {
     w.stats.summary = w.memo.summary.text;
-    w.stats.summaryTokens = Math.ceil(w.memo.summary.text.length * w.p.tokensPerChar);
+    w.stats.summaryTokens = Math.ceil(w.memo.summary.text.length * w.input.tokensPerChar);
   }
-  if (w.cur.tokens > w.p.threshold) replaceMediaUntil(w, w.p.threshold, (o) => o === w.request);
+  if (w.cur.tokens > w.input.threshold) replaceMediaUntil(w, w.input.threshold, (o) => o === w.request);
   // A request that had to be cut is an overflow too: the event tells the host it was not sent whole.
-  const cut = w.cur.tokens > w.p.contextWindow && fitRequest(w);
-  return cut || w.cur.tokens > w.p.threshold;
+  const cut = w.cur.tokens > w.input.contextWindow && fitRequest(w);
+  return cut || w.cur.tokens > w.input.threshold;
 }
 
 function smallestPrompt(w: Work, keepLatest: boolean): void {
-  const { p, memo, cur, request } = w;
+  const { input, memo, cur, request } = w;
   // The latest tool step (from the last assistant message on) stays when its results fit with the
   // system messages and the request (see Work.latest): the model asked for them.
-  const end = keepLatest ? w.latest.from : p.input.length;
+  const end = keepLatest ? w.latest.from : input.hostMessages.length;
   const systems: number[] = [];
-  p.input.forEach((m, i) => {
+  input.hostMessages.forEach((m, i) => {
     if (m?.role === 'system' && i < end) systems.push(i);
   });
   const leaving: GuardMessage[] = [];
@@ -47,19 +47,19 @@ function smallestPrompt(w: Work, keepLatest: boolean): void {
     const o = cur.view.origin[i] ?? -1;
     // The host's own words, not the placeholders and cuts of this compaction.
     if (o >= 0 && o < end && o !== request && m.role !== 'system') {
-      leaving.push(p.input[o] as GuardMessage);
+      leaving.push(input.hostMessages[o] as GuardMessage);
       indices.push(o);
     }
   });
   let text = memo.summary?.text ?? '';
   // The user's words of the messages leaving join those kept so far: the summary that is not sent
   // now carries them to the next one. None is in this prompt: reported.
-  const budget = wordsBudget(p.settings.maxSummaryTokens, p.contextWindow, p.tokensPerChar);
+  const budget = wordsBudget(input.settings.maxSummaryTokens, input.contextWindow, input.tokensPerChar);
   const words = collectInstructions(
     memo.summary?.instructions,
     leaving.map((message, k) => ({ message, index: indices[k] as number })),
     budget,
-    p.redact,
+    input.redact,
   );
   const notSent = new Map<number, LostWords>();
   for (const l of words.lost) notSent.set(l.index, { ...l });
@@ -70,25 +70,25 @@ function smallestPrompt(w: Work, keepLatest: boolean): void {
     notSent.set(-1, kept);
   }
   if (notSent.size > 0)
-    p.onUserWordsLost(
+    input.onUserWordsLost(
       [...notSent.values()].sort((a, b) => a.index - b.index),
       budget,
     );
   if (leaving.length > 0) {
-    const maxChars = Math.floor(p.settings.maxSummaryTokens / p.tokensPerChar);
+    const maxChars = Math.floor(input.settings.maxSummaryTokens / input.tokensPerChar);
     // Redacted before the digest flattens and cuts them, as the summarizer's transcript is; the
     // digest's text once more (the previous summary in it, redacted when stored, is unchanged by it).
-    const digest = mechanicalDigest(redactedMessages(leaving, p.redact), {
+    const digest = mechanicalDigest(redactedMessages(leaving, input.redact), {
       ...(text ? { previousSummary: text } : {}),
       maxChars,
     });
-    text = p.redact(digest.text);
-    p.onDigestLoss(digest.lostMessages, digest.lostUserMessages);
+    text = input.redact(digest.text);
+    input.onDigestLoss(digest.lostMessages, digest.lostUserMessages);
   }
   // Clip-archive batches are folded into the digest's text: the next summary starts from it.
   delete memo.batches;
   memo.summary = {
-    covers: p.prefixOf(end),
+    covers: input.prefixOf(end),
     keep: request >= 0 && request < end ? [...systems, request] : systems,
     messages: [],
     text,
@@ -106,13 +106,13 @@ function smallestPrompt(w: Work, keepLatest: boolean): void {
 function fitRequest(w: Work): boolean {
   const { request } = w;
   if (request < 0 || w.cur.view.origin.indexOf(request) < 0) return false;
-  let chars = textLength(w.p.input[request] as GuardMessage);
+  let chars = textLength(w.input.hostMessages[request] as GuardMessage);
   // The last cut and what the prompt cost with it: from the second round on, the prompt's own cost
   // per character cut (a compacted prompt is priced as a whole, with its invisible share, so a
   // character of the request saves less than its own estimate says) sets the next cut.
   let previous: { chars: number; tokens: number } | undefined;
-  for (let round = 0; round < 8 && w.cur.tokens > w.p.threshold && chars > MIN_KEPT_CHARS; round++) {
-    const over = w.cur.tokens - w.p.threshold;
+  for (let round = 0; round < 8 && w.cur.tokens > w.input.threshold && chars > MIN_KEPT_CHARS; round++) {
+    const over = w.cur.tokens - w.input.threshold;
     let next: number;
     if (previous && previous.chars > chars && previous.tokens > w.cur.tokens) {
       const perChar = (previous.tokens - w.cur.tokens) / (previous.chars - chars);

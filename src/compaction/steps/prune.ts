@@ -16,13 +16,13 @@ export function prune(w: Work): void {
   const options = w.settings.prune;
   if (!options) return;
   truncateOversized(w, options);
-  if (!w.under() && w.p.reason !== 'manual') replaceOld(w, options);
+  if (!w.under() && w.input.reason !== 'manual') replaceOld(w, options);
 }
 
 type PruneSettings = Exclude<Work['settings']['prune'], false>;
 
 function truncateOversized(w: Work, options: PruneSettings): void {
-  const maxChars = Math.max(MIN_KEPT_CHARS, Math.floor(options.maxToolResultTokens / w.p.tokensPerChar));
+  const maxChars = Math.max(MIN_KEPT_CHARS, Math.floor(options.maxToolResultTokens / w.input.tokensPerChar));
   for (const { part, key, origin } of w.toolResults()) {
     if (isProtectedTool(part.toolName, options.neverPrune) || Object.hasOwn(w.memo.tools, key) || w.protects(origin))
       continue;
@@ -55,7 +55,7 @@ function replaceOld(w: Work, options: PruneSettings): void {
     Math.max(
       0,
       outputChars(part) - String((placeholderOutput(part, w.memo.recall === true) as { value: string }).value).length,
-    ) * w.p.tokensPerChar;
+    ) * w.input.tokensPerChar;
   const need = w.cur.tokens - w.settings.target;
   if (candidates.reduce((n, c) => n + saving(c.part), 0) < need) return;
   // Oldest first, until the target is reached: one batch, so the next calls do not prune again.

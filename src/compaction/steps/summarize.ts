@@ -61,7 +61,7 @@ function chooseCut(w: Work): { from: number; cut: number } | undefined {
       s.keepRecentTokens,
       Math.max(0, s.target - (w.cur.tokens - conversation) - s.maxSummaryTokens - carry),
     );
-    if (w.p.reason === 'manual') budget = Math.min(budget, conversation / 2);
+    if (w.input.reason === 'manual') budget = Math.min(budget, conversation / 2);
     const unitTokens = (u: Unit) => {
       let t = 0;
       for (let i = u.start; i < u.end; i++) t += w.messageTokens(i);
@@ -100,19 +100,20 @@ interface Gathered {
 
 /** What the summary stands for, and what stays verbatim before it. */
 function gather(w: Work, from: number, cut: number): Gathered {
-  const { p, memo, settings: s, request } = w;
+  const { input, memo, settings: s, request } = w;
   const { messages, origin } = w.cur.view;
   const own = memo.own;
-  const firstUser = p.input.findIndex((m) => m?.role === 'user');
+  const firstUser = input.hostMessages.findIndex((m) => m?.role === 'user');
   const carryOver = s.retention === 'keep-recent' && s.keepUserMessagesTokens > 0;
   // User messages an earlier summary carried over are candidates again, older than the new ones.
-  const carried = (o: number) => carryOver && o !== firstUser && o !== request && p.input[o]?.role === 'user';
+  const carried = (o: number) =>
+    carryOver && o !== firstUser && o !== request && input.hostMessages[o]?.role === 'user';
   const previousKeep = memo.summary ? memo.summary.keep : origin.slice(0, from).filter((o) => o >= 0);
   const candidates: Candidate[] = [];
   for (let i = 0; i < from; i++) {
     const o = origin[i] ?? -1;
     if (o >= 0 && previousKeep.includes(o) && carried(o))
-      candidates.push({ o, tokens: w.messageTokens(i), message: p.input[o] as GuardMessage, at: -1 });
+      candidates.push({ o, tokens: w.messageTokens(i), message: input.hostMessages[o] as GuardMessage, at: -1 });
   }
   const g: Gathered = {
     keep: previousKeep.filter((o) => !carried(o)),
@@ -130,14 +131,15 @@ function gather(w: Work, from: number, cut: number): Gathered {
   // context is still worth a line in the summary, errors above all.
   const unedited =
     Object.keys(memo.tools).length + Object.keys(memo.clips).length > 0
-      ? renderView(p.input, { ...memo, tools: {}, clips: {} }, memo.summary !== undefined, p.hashOf).messages
+      ? renderView(input.hostMessages, { ...memo, tools: {}, clips: {} }, memo.summary !== undefined, input.hashOf)
+          .messages
       : messages;
   // A request an earlier summary sent after itself is an old message once a newer one came: it is
   // summarized with the rest (first: it came before them).
   const earlierRequest = memo.summary?.request;
-  if (earlierRequest !== undefined && earlierRequest !== request && p.input[earlierRequest]) {
-    g.toSummarize.push(p.input[earlierRequest] as GuardMessage);
-    g.indexOf.set(p.input[earlierRequest] as GuardMessage, earlierRequest);
+  if (earlierRequest !== undefined && earlierRequest !== request && input.hostMessages[earlierRequest]) {
+    g.toSummarize.push(input.hostMessages[earlierRequest] as GuardMessage);
+    g.indexOf.set(input.hostMessages[earlierRequest] as GuardMessage, earlierRequest);
   }
   for (let i = from; i < cut; i++) {
     const m = messages[i] as GuardMessage;
@@ -234,7 +236,7 @@ export function archiveFooter(label: string, count: number): string {
 
 /** Calls the summarizer (or its fallback) and records the summary in the memo. */
 async function writeSummary(w: Work, cut: number, g: Gathered): Promise<CompactionStep> {
-  const { p, memo, settings: s, request, stats } = w;
+  const { input, memo, settings: s, request, stats } = w;
   const { messages, origin } = w.cur.view;
   // The digest may fill most of the room the summarized messages leave under the target (the rest
   // is for the summary's framing); to keep the start of every user message it may grow further,
@@ -243,40 +245,40 @@ async function writeSummary(w: Work, cut: number, g: Gathered): Promise<Compacti
   const clip = s.clipArchive ? clipArchiveBatches(w, g.previousSummary) : undefined;
   // The user's words, verbatim, whoever writes the summary (the request stays in the prompt);
   // what does not fit is reported by message.
-  const latest = request >= 0 ? p.input[request] : undefined;
-  const budget = wordsBudget(s.maxSummaryTokens, p.contextWindow, p.tokensPerChar);
+  const latest = request >= 0 ? input.hostMessages[request] : undefined;
+  const budget = wordsBudget(s.maxSummaryTokens, input.contextWindow, input.tokensPerChar);
   const words = collectInstructions(
     g.previousInstructions,
     g.toSummarize
       .filter((m) => m !== latest && !g.context.has(m))
       .map((message) => ({ message, index: g.indexOf.get(message) ?? -1 })),
     budget,
-    p.redact,
+    input.redact,
   );
   const instructions = words.notes;
-  if (words.lost.length > 0) p.onUserWordsLost(words.lost, budget);
+  if (words.lost.length > 0) input.onUserWordsLost(words.lost, budget);
   const instructionsFooter = renderInstructions(instructions);
   const extracted = s.fileOps ? extractFileOps(g.toSummarize, s.fileOps, g.previousFileOps) : undefined;
   // Paths are the conversation's words too: a clone URL may carry credentials. Those the memo
   // carries were redacted by an earlier compaction: only new ones are (the lists grow with every
   // file the agent touches; all of them again on every compaction was quadratic in a long run).
   const carried = new Set([...(memo.summary?.fileOps?.read ?? []), ...(memo.summary?.fileOps?.modified ?? [])]);
-  const redactPath = (path: string): string => (carried.has(path) ? path : p.redact(path));
+  const redactPath = (path: string): string => (carried.has(path) ? path : input.redact(path));
   const fileOps = extracted && { read: extracted.read.map(redactPath), modified: extracted.modified.map(redactPath) };
   const summarized = g.toSummarize.length - g.contextOnly;
   const footers = [
     instructionsFooter,
     fileOps ? renderFileOpsFooter(fileOps) : '',
-    p.archive && !clip ? archiveFooter(p.archive.label, summarized) : '',
+    input.archive && !clip ? archiveFooter(input.archive.label, summarized) : '',
   ];
   // The footers and, in clip-archive mode, the batches shown beside this one's summary take room
   // the summary cannot have: budgeted here, they never push the prompt past what was planned.
-  const taken = ((clip?.shownChars ?? 0) + footers.reduce((n, f) => n + f.length + 2, 0)) * p.tokensPerChar;
-  const outcome = await p.summarize(
+  const taken = ((clip?.shownChars ?? 0) + footers.reduce((n, f) => n + f.length + 2, 0)) * input.tokensPerChar;
+  const outcome = await input.summarize(
     g.toSummarize,
     clip ? undefined : g.previousSummary,
-    0.75 * (s.target - rest) - 200 * p.tokensPerChar - taken,
-    0.85 * (p.threshold - rest) - 200 * p.tokensPerChar - taken,
+    0.75 * (s.target - rest) - 200 * input.tokensPerChar - taken,
+    0.85 * (input.threshold - rest) - 200 * input.tokensPerChar - taken,
     g.context,
   );
   stats.extended = outcome.extended === true;
@@ -291,11 +293,11 @@ async function writeSummary(w: Work, cut: number, g: Gathered): Promise<Compacti
   const inserted: GuardMessage[] = [summaryMessage(body)];
   const after = requestKept ? [] : [continuationNote()];
   memo.own = rememberOwn(memo.own, [...inserted, ...after]);
-  const covers = cut < messages.length ? (origin[cut] as number) : p.input.length;
-  const systems = g.keep.filter((o) => p.input[o]?.role === 'system').sort((a, b) => a - b);
-  const others = g.keep.filter((o) => p.input[o]?.role !== 'system').sort((a, b) => a - b);
+  const covers = cut < messages.length ? (origin[cut] as number) : input.hostMessages.length;
+  const systems = g.keep.filter((o) => input.hostMessages[o]?.role === 'system').sort((a, b) => a - b);
+  const others = g.keep.filter((o) => input.hostMessages[o]?.role !== 'system').sort((a, b) => a - b);
   memo.summary = {
-    covers: p.prefixOf(covers),
+    covers: input.prefixOf(covers),
     keep: [...new Set([...systems, ...others])],
     messages: inserted,
     ...(requestKept ? {} : { request, after }),
@@ -309,7 +311,7 @@ async function writeSummary(w: Work, cut: number, g: Gathered): Promise<Compacti
   stats.splitTurn = s.retention === 'keep-recent' && request >= 0 && request < covers;
   stats.calls += outcome.calls;
   stats.inputTokens += outcome.inputTokens;
-  stats.summaryTokens = Math.ceil(body.length * p.tokensPerChar);
+  stats.summaryTokens = Math.ceil(body.length * input.tokensPerChar);
   stats.summary = body;
   return outcome.mechanical ? 'mechanical' : 'summary';
 }

@@ -2,11 +2,11 @@
 // images and files, then assistant text, then the user's earlier messages; the latest request is
 // never touched, nor the latest tool results when they fit; the prompt lands near the threshold
 // (8,000 in the harness), never pushed down to the target (5,000): a target is a cost, and only
-// the threshold justifies a destructive cut. And the water level the cuts are sized with.
+// the threshold justifies a destructive cut.
 import { describe, expect, it } from 'vitest';
 import type { GuardMessage } from '../../../src/index.ts';
 import { hardFit } from '../../../src/compaction/steps/hard-fit.ts';
-import { fitAim, MIN_KEPT_CHARS, waterLevel } from '../../../src/compaction/work.ts';
+import { fitAim, MIN_KEPT_CHARS } from '../../../src/compaction/work.ts';
 import { assistant, system, toolStep, user } from '../../helpers.ts';
 import { image, measureOne, outputText, text, toolResultParts, work } from './harness.ts';
 
@@ -189,34 +189,6 @@ describe('hardFit: the latest tool results', () => {
     hardFit(w);
     expect(w.memo.tools['11:c1']).toBeDefined();
     expect(w.cur.tokens).toBeLessThanOrEqual(8_000);
-  });
-});
-
-describe('waterLevel', () => {
-  it('cuts the largest sizes to one level that saves the excess', () => {
-    // 100 → 45 and 50 → 45 save 60.
-    expect(waterLevel([30, 100, 50], 60, 0)).toBe(45);
-  });
-
-  it('is the largest size when nothing needs saving', () => {
-    expect(waterLevel([30, 100, 50], 0, 0)).toBe(100);
-  });
-
-  it('never goes below the floor, and ignores sizes at or under it', () => {
-    expect(waterLevel([1_000, 1_000], 1_900, 200)).toBe(200);
-    expect(waterLevel([150, 1_000], 300, 200)).toBe(700);
-    expect(waterLevel([150, 100], 10, 200)).toBe(200);
-    expect(waterLevel([], 10, 200)).toBe(200);
-  });
-
-  it('is the highest level that saves the excess', () => {
-    const sizes = [5_000, 120, 3_333, 800, 800, 12_345, 60, 2_000];
-    const saved = (level: number) => sizes.reduce((n, s) => n + Math.max(0, s - level), 0);
-    for (const excess of [1, 99, 1_000, 5_555, 10_000, 20_000]) {
-      const level = waterLevel(sizes, excess, 100);
-      expect(saved(level)).toBeGreaterThanOrEqual(excess);
-      expect(saved(level + 1)).toBeLessThan(excess);
-    }
   });
 });
 

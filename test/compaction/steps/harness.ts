@@ -4,7 +4,7 @@
 // price is chars/4 (one provider token per heuristic token, 0.25 tokens per character).
 // Defaults: a 10k window, threshold 8k, target 5k, a 2k tail, a 1k summary budget, tool results
 // truncated past 1k tokens (4,000 characters).
-import type { CompactionSettings } from '../../../src/config.ts';
+import type { CompactionSettings } from '../../../src/compaction/policy.ts';
 import { DEFAULT_FILE_OPS } from '../../../src/compaction/file-ops.ts';
 import { emptyMemo, type CompactionMemo } from '../../../src/compaction/memo.ts';
 import type { SummarizeOutcome } from '../../../src/compaction/summarizer.ts';
@@ -111,7 +111,7 @@ export function pipelineInput(messages: GuardMessage[], overrides: Partial<Pipel
     archive: undefined,
     reason: 'threshold',
     focus: undefined,
-    input: messages,
+    hostMessages: messages,
     hashOf: (i) => hashes[i] ?? 0,
     prefixOf: (n) => ({
       messages: n,
