@@ -92,7 +92,7 @@ function prepareWith(
   // The host's own array when nothing applies: what the guard sends unchanged is not copied.
   // The hashes are read only to apply a memo's clips: no function is bound for them without a memo.
   const hashOf = memo ? call.hashOf : NO_HASHES;
-  const view = renderView(call.hostMessages, memo, summaryApplies, hashOf, false, false);
+  const view = renderView(call.hostMessages, memo, { summaryApplies, hashOf, repair: false, copy: false });
   // Untouched (no summary or edit applies): the host's messages, measured from their canonical
   // form, at the cost of what was added since the last call. Otherwise the same view, rendered from
   // the canonical form when the host rebuilt its messages: those the memo leaves alone are then the
@@ -101,11 +101,11 @@ function prepareWith(
     ? call.measureHostPrompt()
     : call.measure(
         call.canonicalInput
-          ? renderView(call.canonicalInput, memo, summaryApplies, hashOf, false).messages
+          ? renderView(call.canonicalInput, memo, { summaryApplies, hashOf, repair: false }).messages
           : view.messages,
       );
   const from = Math.min(pairing.take(call.sessionId), measured.unchanged);
-  const repaired = repairToolPairing(view.messages, from, false);
+  const repaired = repairToolPairing(view.messages, { from, copy: false });
   if (repaired.unansweredCalls + repaired.orphanResults > 0) {
     view.messages = repaired.messages;
     view.untouched = false;

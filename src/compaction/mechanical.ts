@@ -402,8 +402,19 @@ export function mechanicalDigest(messages: GuardMessage[], options: MechanicalSu
     fit(lines, limit - header.length - framing() - carriedNotes, reserve - carriedNotes);
   }
 
-  // What is named only by count: user messages and lines of an earlier digest one by one, other
-  // messages when every line of theirs was left out.
+  const { droppedUsers, droppedNewUsers, droppedOthers, lostMessages } = countDropped(lines);
+  const out = [header + (previous !== undefined ? `${PREVIOUS_OPEN}${previous}${PREVIOUS_CLOSE}` : NO_PREVIOUS)];
+  if (carriedUsers + droppedUsers > 0) out.push(lostUsersNote(carriedUsers + droppedUsers));
+  if (carriedOthers + droppedOthers > 0) out.push(lostOthersNote(carriedOthers + droppedOthers));
+  for (const l of lines) if (!l.dropped) out.push(lineText(l));
+  return { text: out.join('\n'), lostMessages, lostUserMessages: droppedUsers, lostNewUserMessages: droppedNewUsers };
+}
+
+/**
+ * What is named only by count: user messages and lines of an earlier digest one by one, other
+ * messages when every line of theirs was left out.
+ */
+function countDropped(lines: readonly Line[]) {
   let droppedUsers = 0;
   let droppedNewUsers = 0;
   let droppedOthers = 0;
@@ -425,12 +436,7 @@ export function mechanicalDigest(messages: GuardMessage[], options: MechanicalSu
     }
   }
   for (const n of linesOf.values()) if (n.dropped === n.all) lostMessages++;
-
-  const out = [header + (previous !== undefined ? `${PREVIOUS_OPEN}${previous}${PREVIOUS_CLOSE}` : NO_PREVIOUS)];
-  if (carriedUsers + droppedUsers > 0) out.push(lostUsersNote(carriedUsers + droppedUsers));
-  if (carriedOthers + droppedOthers > 0) out.push(lostOthersNote(carriedOthers + droppedOthers));
-  for (const l of lines) if (!l.dropped) out.push(lineText(l));
-  return { text: out.join('\n'), lostMessages, lostUserMessages: droppedUsers, lostNewUserMessages: droppedNewUsers };
+  return { droppedUsers, droppedNewUsers, droppedOthers, lostMessages };
 }
 
 /**

@@ -203,20 +203,26 @@ function editorOf(
   };
 }
 
-/**
- * Applies the memo to the host's messages. `summaryApplies` says whether the history starts with
- * the messages the stored summary covers (checked by the caller on fingerprints); `hashOf(i)` is
- * the content hash of host message i, for the clips. Tool pairing is repaired last (unless
- * `repair` is false: the guard repairs incrementally itself). Unless `copy`, a view the memo leaves
- * untouched holds `input` itself, not a copy (the guard's per-call path: see View.messages).
- */
+/** How {@link renderView} applies a memo. */
+export interface RenderOptions {
+  /** Whether the history starts with the messages the stored summary covers (checked by the caller on fingerprints). */
+  summaryApplies: boolean;
+  /** The content hash of host message i, for the clips. */
+  hashOf: (index: number) => number;
+  /** Whether tool pairing is repaired last (default true; the guard repairs incrementally itself). */
+  repair?: boolean;
+  /**
+   * Whether a view the memo leaves untouched holds a copy of the host's messages (default true);
+   * false: `input` itself (the guard's per-call path: see View.messages).
+   */
+  copy?: boolean;
+}
+
+/** Applies the memo to the host's messages. */
 export function renderView(
   input: readonly GuardMessage[],
   memo: CompactionMemo | undefined,
-  summaryApplies: boolean,
-  hashOf: (index: number) => number,
-  repair = true,
-  copy = true,
+  { summaryApplies, hashOf, repair = true, copy = true }: RenderOptions,
 ): View {
   const edit = editorOf(memo, hashOf);
   // The common case, on every call: no summary and no edit, the host's messages as they are (one

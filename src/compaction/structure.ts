@@ -84,11 +84,14 @@ function orphanNote(parts: ToolResultPart[]): AssistantMessage {
  * message: a call with no result in the tool messages right after it becomes a text note in its
  * assistant message; a result whose call is not in the assistant message right before it moves
  * into an assistant message that attributes it to its tool (its content kept). Untouched messages keep their identity, and a valid
- * conversation comes back as the very same messages (in a copy of the array, or, unless `copy`,
- * in `messages` itself). Linear in the number of parts from `from`, where the caller knows the
- * messages before it are unchanged and were valid.
+ * conversation comes back as the very same messages (in a copy of the array, or, unless `copy`
+ * (default true), in `messages` itself). Linear in the number of parts from `from` (default 0), where
+ * the caller knows the messages before it are unchanged and were valid.
  */
-export function repairToolPairing(messages: readonly GuardMessage[], from = 0, copy = true): RepairResult {
+export function repairToolPairing(
+  messages: readonly GuardMessage[],
+  { from = 0, copy = true }: { from?: number; copy?: boolean } = {},
+): RepairResult {
   // Scanning may start at any message that is not a tool message: pairing state resets there. It
   // starts at the unit of the message before `from`: that unit's results follow its call, and may
   // be among what changed (a host that removed or moved an old result).

@@ -420,71 +420,103 @@ export async function runSummarizer(req: SummarizeRequest, override?: string): P
 }
 
 async function summarizeRaw(req: SummarizeRequest, override?: string): Promise<SummarizeOutcome> {
-  const maxChars = req.maxSummaryTokens / req.tokensPerChar;
   if (override !== undefined)
     return { text: override, mechanical: false, calls: 0, inputTokens: 0, lostMessages: 0, lostUserMessages: 0 };
-  let running = req.previousSummary;
-  let calls = 0;
-  let inputTokens = 0;
-  /** Reports why the summarizer was not (or no longer) used; `rest` goes to the digest on top of the summary so far. */
-  const fallBack = (reason: SummarizerFailure, rest: GuardMessage[], error?: unknown): SummarizeOutcome => {
-    req.onFailure(reason, req.breaker.consecutiveFailures, error);
-    const contextOnly = req.contextOnly;
-    const originals = rest.map((m) => originalOf.get(m) ?? m).filter((m) => !contextOnly?.has(m));
-    return { ...fallbackDigest(originals, running, maxChars, req), mechanical: true, calls, inputTokens };
-  };
-  const deadline = req.deadline !== undefined && Number.isFinite(req.deadline) ? req.deadline : Infinity;
   const summarizer = req.summarizer;
-  if (!summarizer) return fallBack('missing', req.messages);
-
-  // Room for the transcript: the input budget less the instructions and the running summary.
-  // The summary is reserved a quarter of the budget (more if it already is longer), not its whole
-  // maximum, which with a small summarizer window would leave tiny chunks; if it grows past the
-  // reservation, the remaining messages are cut again.
-  const overhead = buildSummaryRequest([], {
-    previousSummary: running,
-    focus: req.focus,
-    maxSummaryTokens: req.maxSummaryTokens,
-  }).system.length;
-  const inputChars = (req.summarizerContextWindow * SUMMARIZER_INPUT_SHARE) / req.tokensPerChar;
-  const budgetFor = (summaryChars: number) =>
-    inputChars - overhead - Math.max(summaryChars, Math.min(maxChars, inputChars / 4)) - 500;
-  let budgetChars = budgetFor(running?.length ?? 0);
+  if (!summarizer)
+    return fallBack(req, { running: req.previousSummary, calls: 0, inputTokens: 0 }, 'missing', req.messages);
+  const run = new SummaryRun(req);
+  let budgetChars = run.budgetFor(run.running?.length ?? 0);
   // The instructions and the summary so far already fill the summarizer's window (a tiny window
   // at a high token ratio): calling it would overflow it.
-  if (budgetChars < MIN_CHUNK_CHARS) return fallBack('no-room', req.messages);
+  if (budgetChars < MIN_CHUNK_CHARS) return fallBack(req, run, 'no-room', req.messages);
   const readChars = (req.readTokens ?? SUMMARIZER_READ_FACTOR * req.maxSummaryTokens) / req.tokensPerChar;
   let chunks = chunk(boundTranscript(req.messages, readChars), budgetChars);
-  const statedByChars = (maxChars * STATED_BUDGET_SHARE) / (CHARS_PER_WORD * WORDS_PER_TOKEN);
-  const stated = Math.max(64, Math.floor(Math.min(req.maxSummaryTokens * STATED_BUDGET_SHARE, statedByChars)));
   for (let i = 0; i < chunks.length; i++) {
     const rest = () => chunks.slice(i).flat();
-    if (req.signal?.aborted) return fallBack('aborted', rest());
-    const left = deadline - Date.now();
-    if (left <= 0) return fallBack('deadline', rest());
-    const budget = budgetFor(running?.length ?? 0);
+    if (req.signal?.aborted) return fallBack(req, run, 'aborted', rest());
+    const left = run.deadline - Date.now();
+    if (left <= 0) return fallBack(req, run, 'deadline', rest());
+    const budget = run.budgetFor(run.running?.length ?? 0);
     if (budget < budgetChars) {
-      if (budget < MIN_CHUNK_CHARS) return fallBack('no-room', rest());
+      if (budget < MIN_CHUNK_CHARS) return fallBack(req, run, 'no-room', rest());
       budgetChars = budget;
       chunks = [...chunks.slice(0, i), ...chunk(rest(), budgetChars)];
     }
-    if (!req.breaker.allows(Date.now())) return fallBack('circuit-open', rest());
-    const messages = chunks[i] as GuardMessage[];
-    const request = buildSummaryRequest(messages, {
-      previousSummary: running,
+    if (!req.breaker.allows(Date.now())) return fallBack(req, run, 'circuit-open', rest());
+    const failure = await run.summarizeChunk(summarizer, chunks[i] as GuardMessage[], left);
+    if (failure) return fallBack(req, run, failure.reason, rest(), failure.detail);
+  }
+  const { running, calls, inputTokens } = run;
+  return { text: running ?? '', mechanical: false, calls, inputTokens, lostMessages: 0, lostUserMessages: 0 };
+}
+
+/** The summary so far and what the summarizer calls made for it cost. */
+interface Progress {
+  running: string | undefined;
+  calls: number;
+  inputTokens: number;
+}
+
+/** One summarization, chunk by chunk: its budgets, and the summary each call folds the next chunk into. */
+class SummaryRun implements Progress {
+  running: string | undefined;
+  calls = 0;
+  inputTokens = 0;
+  readonly deadline: number;
+  private readonly req: SummarizeRequest;
+  /** The instructions' characters, and the summarizer's input in characters. */
+  private readonly overhead: number;
+  private readonly inputChars: number;
+  /** The length, in tokens, the summarizer is told: below the bound it is held to (see STATED_BUDGET_SHARE). */
+  private readonly stated: number;
+
+  constructor(req: SummarizeRequest) {
+    this.req = req;
+    this.running = req.previousSummary;
+    this.deadline = req.deadline !== undefined && Number.isFinite(req.deadline) ? req.deadline : Infinity;
+    this.overhead = buildSummaryRequest([], {
+      previousSummary: this.running,
       focus: req.focus,
-      maxSummaryTokens: stated,
+      maxSummaryTokens: req.maxSummaryTokens,
+    }).system.length;
+    this.inputChars = (req.summarizerContextWindow * SUMMARIZER_INPUT_SHARE) / req.tokensPerChar;
+    const maxChars = maxSummaryChars(req);
+    const statedByChars = (maxChars * STATED_BUDGET_SHARE) / (CHARS_PER_WORD * WORDS_PER_TOKEN);
+    this.stated = Math.max(64, Math.floor(Math.min(req.maxSummaryTokens * STATED_BUDGET_SHARE, statedByChars)));
+  }
+
+  /**
+   * Room for the transcript: the input budget less the instructions and the running summary. The
+   * summary is reserved a quarter of the budget (more if it already is longer), not its whole
+   * maximum, which with a small summarizer window would leave tiny chunks; if it grows past the
+   * reservation, the remaining messages are cut again.
+   */
+  budgetFor(summaryChars: number): number {
+    const { inputChars } = this;
+    return (
+      inputChars - this.overhead - Math.max(summaryChars, Math.min(maxSummaryChars(this.req), inputChars / 4)) - 500
+    );
+  }
+
+  /** Folds one chunk into the summary so far; the failure, if the summarizer's answer was unusable. */
+  async summarizeChunk(summarizer: Summarizer, messages: GuardMessage[], left: number): Promise<Failure | undefined> {
+    const { req } = this;
+    const request = buildSummaryRequest(messages, {
+      previousSummary: this.running,
+      focus: req.focus,
+      maxSummaryTokens: this.stated,
     });
-    calls++;
-    inputTokens += Math.ceil(
+    this.calls++;
+    this.inputTokens += Math.ceil(
       (request.system.length + request.prompt.length) * (req.reportTokensPerChar ?? req.tokensPerChar),
     );
     try {
-      running = await callOnce(
+      this.running = await callOnce(
         summarizer,
         {
           messages,
-          previousSummary: running,
+          previousSummary: this.running,
           instructions: request.system,
           prompt: request.prompt,
           focus: req.focus,
@@ -492,18 +524,41 @@ async function summarizeRaw(req: SummarizeRequest, override?: string): Promise<S
           maxSummaryTokens: req.maxSummaryTokens,
         },
         left < req.timeoutMs ? { ms: left, reason: 'deadline' } : { ms: req.timeoutMs, reason: 'timeout' },
-        maxChars,
+        maxSummaryChars(req),
         req.signal,
       );
       req.breaker.success();
+      return undefined;
     } catch (error) {
       const f = error instanceof Failure ? error : new Failure('error', error);
       // The caller gave up, or the compaction ran out of time: that says nothing about the summarizer's health.
       if (f.reason !== 'aborted' && f.reason !== 'deadline') req.breaker.failure(Date.now());
-      return fallBack(f.reason, rest(), f.detail);
+      return f;
     }
   }
-  return { text: running ?? '', mechanical: false, calls, inputTokens, lostMessages: 0, lostUserMessages: 0 };
+}
+
+/** The most characters a summary may have. */
+function maxSummaryChars(req: SummarizeRequest): number {
+  return req.maxSummaryTokens / req.tokensPerChar;
+}
+
+/**
+ * Reports why the summarizer was not (or no longer) used, and folds `rest` into the mechanical
+ * digest on top of the summary so far.
+ */
+function fallBack(
+  req: SummarizeRequest,
+  progress: Progress,
+  reason: SummarizerFailure,
+  rest: GuardMessage[],
+  error?: unknown,
+): SummarizeOutcome {
+  req.onFailure(reason, req.breaker.consecutiveFailures, error);
+  const contextOnly = req.contextOnly;
+  const originals = rest.map((m) => originalOf.get(m) ?? m).filter((m) => !contextOnly?.has(m));
+  const { running, calls, inputTokens } = progress;
+  return { ...fallbackDigest(originals, running, maxSummaryChars(req), req), mechanical: true, calls, inputTokens };
 }
 
 /**

@@ -161,7 +161,10 @@ export class Work {
 
   /** The prompt the memo makes of the host's messages, measured and priced in whole tokens. */
   render(): Rendered {
-    const view = renderView(this.input.hostMessages, this.memo, this.memo.summary !== undefined, this.input.hashOf);
+    const view = renderView(this.input.hostMessages, this.memo, {
+      summaryApplies: this.memo.summary !== undefined,
+      hashOf: this.input.hashOf,
+    });
     const measured = this.input.measure(view.messages);
     // A copy: the measurer reuses its arrays on the next measure, and the steps measure other prompts.
     return {

@@ -13,12 +13,12 @@ import { replaceMediaUntil } from './hard-fit.ts';
 
 /** Whether the result is an overflow: over the threshold, or the request had to be cut. */
 export function lastResort(w: Work): boolean {
-  smallestPrompt(w, w.latest.protected);
+  smallestPrompt(w, { keepLatest: w.latest.protected });
   w.changed('hard-fit');
   // The latest tool step was measured to fit beside the request; should the rendered prompt still
   // be over (a repair, a rounding), it goes too: the smallest prompt must fit if anything does.
   if (w.latest.protected && w.cur.tokens > w.input.threshold) {
-    smallestPrompt(w, false);
+    smallestPrompt(w, { keepLatest: false });
     w.changed('hard-fit');
   }
   // What now stands for the older messages, though not sent: the digest the next summary builds on.
@@ -32,7 +32,8 @@ export function lastResort(w: Work): boolean {
   return cut || w.cur.tokens > w.input.threshold;
 }
 
-function smallestPrompt(w: Work, keepLatest: boolean): void {
+/** The smallest prompt; `keepLatest`: with the latest tool step, whose results fit beside the request. */
+function smallestPrompt(w: Work, { keepLatest }: { keepLatest: boolean }): void {
   const { input, memo, cur, request } = w;
   // The latest tool step (from the last assistant message on) stays when its results fit with the
   // system messages and the request (see Work.latest): the model asked for them.
@@ -61,19 +62,7 @@ function smallestPrompt(w: Work, keepLatest: boolean): void {
     budget,
     input.redact,
   );
-  const notSent = new Map<number, LostWords>();
-  for (const l of words.lost) notSent.set(l.index, { ...l });
-  if (words.notes.length > 0) {
-    const kept = notSent.get(-1) ?? { index: -1, sentences: 0, chars: 0 };
-    kept.sentences += words.notes.length;
-    kept.chars += words.notes.reduce((n, s) => n + s.length, 0);
-    notSent.set(-1, kept);
-  }
-  if (notSent.size > 0)
-    input.onUserWordsLost(
-      [...notSent.values()].sort((a, b) => a.index - b.index),
-      budget,
-    );
+  reportWordsNotSent(w, words, budget);
   if (leaving.length > 0) {
     const maxChars = Math.floor(input.settings.maxSummaryTokens / input.tokensPerChar);
     // Redacted before the digest flattens and cuts them, as the summarizer's transcript is; the
@@ -95,6 +84,30 @@ function smallestPrompt(w: Work, keepLatest: boolean): void {
     ...(memo.summary?.fileOps ? { fileOps: memo.summary.fileOps } : {}),
     ...(words.notes.length > 0 ? { instructions: words.notes } : {}),
   };
+}
+
+/**
+ * The user's words of the messages leaving: none is in this prompt, those kept under the summary
+ * that is not sent included (index -1). Reported by message.
+ */
+function reportWordsNotSent(
+  w: Work,
+  words: { lost: readonly LostWords[]; notes: readonly string[] },
+  budget: number,
+): void {
+  const notSent = new Map<number, LostWords>();
+  for (const l of words.lost) notSent.set(l.index, { ...l });
+  if (words.notes.length > 0) {
+    const kept = notSent.get(-1) ?? { index: -1, sentences: 0, chars: 0 };
+    kept.sentences += words.notes.length;
+    kept.chars += words.notes.reduce((n, s) => n + s.length, 0);
+    notSent.set(-1, kept);
+  }
+  if (notSent.size > 0)
+    w.input.onUserWordsLost(
+      [...notSent.values()].sort((a, b) => a.index - b.index),
+      budget,
+    );
 }
 
 /**

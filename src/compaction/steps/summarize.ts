@@ -101,8 +101,7 @@ interface Gathered {
 /** What the summary stands for, and what stays verbatim before it. */
 function gather(w: Work, from: number, cut: number): Gathered {
   const { input, memo, settings: s, request } = w;
-  const { messages, origin } = w.cur.view;
-  const own = memo.own;
+  const { origin } = w.cur.view;
   const firstUser = input.hostMessages.findIndex((m) => m?.role === 'user');
   const carryOver = s.retention === 'keep-recent' && s.keepUserMessagesTokens > 0;
   // User messages an earlier summary carried over are candidates again, older than the new ones.
@@ -126,14 +125,7 @@ function gather(w: Work, from: number, cut: number): Gathered {
     previousInstructions: memo.summary?.instructions,
     indexOf: new Map(),
   };
-  // The summarizer reads the messages as the host wrote them, not the placeholders and truncations
-  // of earlier prunes (its transcript clips each tool result on its own): what was pruned to save
-  // context is still worth a line in the summary, errors above all.
-  const unedited =
-    Object.keys(memo.tools).length + Object.keys(memo.clips).length > 0
-      ? renderView(input.hostMessages, { ...memo, tools: {}, clips: {} }, memo.summary !== undefined, input.hashOf)
-          .messages
-      : messages;
+  const scope: Scope = { firstUser, carried, candidates, unedited: uneditedMessages(w) };
   // A request an earlier summary sent after itself is an old message once a newer one came: it is
   // summarized with the rest (first: it came before them).
   const earlierRequest = memo.summary?.request;
@@ -141,52 +133,87 @@ function gather(w: Work, from: number, cut: number): Gathered {
     g.toSummarize.push(input.hostMessages[earlierRequest] as GuardMessage);
     g.indexOf.set(input.hostMessages[earlierRequest] as GuardMessage, earlierRequest);
   }
-  for (let i = from; i < cut; i++) {
-    const m = messages[i] as GuardMessage;
-    const o = origin[i] ?? -1;
-    if (m.role === 'system') {
-      g.keep.push(o);
-      continue;
-    }
-    const found = isOwnMessage(m, own) ? summaryBodyOf(m) : undefined;
-    if (found !== undefined) {
-      // A summary the host kept in its history (a stateful host that applied our compaction). Its
-      // footers are taken off (the archive line, the file list, the user's instructions) and carried
-      // as the stateless path carries them, so that a digest under it is folded, not nested.
-      const unarchived = stripArchiveFooter(found);
-      const { body, notes } = splitInstructionsFooter(stripFileOpsFooter(unarchived));
-      g.previousFileOps ??= parseFileOpsFooter(unarchived);
-      if (notes) g.previousInstructions = [...(g.previousInstructions ?? []), ...notes];
-      g.previousSummary = g.previousSummary === undefined ? body : `${g.previousSummary}\n\n${body}`;
-      continue;
-    }
-    // A continuation the guard wrote stands for a request that is in the history anyway.
-    if (isContinuation(m) && o !== request && isOwnMessage(m, own)) continue;
-    if (
-      s.retention === 'keep-recent' &&
-      s.keepFirstUserMessage &&
-      o === firstUser &&
-      w.messageTokens(i) <= Math.min(s.keepRecentTokens / 2, s.target / 10)
-    ) {
-      g.keep.push(o);
-      continue;
-    }
-    // The latest request is never replaced: it is sent whole after the summary. The summarizer
-    // still reads it, so that the steps taken on it are summarized with it in view.
-    if (o === request) {
-      g.toSummarize.push(m);
-      g.contextOnly++;
-      g.context.add(m);
-      continue;
-    }
-    if (carried(o) && !isOwnMessage(m, own))
-      candidates.push({ o, tokens: w.messageTokens(i), message: unedited[i] ?? m, at: g.toSummarize.length });
-    g.toSummarize.push(unedited[i] ?? m);
-    g.indexOf.set(unedited[i] ?? m, o);
-    g.summarizedTokens += w.messageTokens(i);
-  }
+  for (let i = from; i < cut; i++) gatherMessage(w, g, i, scope);
   carryUserMessages(g, candidates, s.keepUserMessagesTokens);
   return g;
+}
+
+/** What {@link gather} knows while it goes through the messages before the cut. */
+interface Scope {
+  /** The host index of the conversation's first user message (-1: none). */
+  firstUser: number;
+  /** Whether host message `o` is a user message that may be carried over a summary. */
+  carried: (o: number) => boolean;
+  candidates: Candidate[];
+  /** The prompt's messages without the tool edits and clips of earlier compactions. */
+  unedited: readonly GuardMessage[];
+}
+
+/**
+ * The summarizer reads the messages as the host wrote them, not the placeholders and truncations
+ * of earlier prunes (its transcript clips each tool result on its own): what was pruned to save
+ * context is still worth a line in the summary, errors above all.
+ */
+function uneditedMessages(w: Work): readonly GuardMessage[] {
+  const { input, memo } = w;
+  if (Object.keys(memo.tools).length + Object.keys(memo.clips).length === 0) return w.cur.view.messages;
+  const unedited = { ...memo, tools: {}, clips: {} };
+  return renderView(input.hostMessages, unedited, { summaryApplies: memo.summary !== undefined, hashOf: input.hashOf })
+    .messages;
+}
+
+/** Message `i` of the prompt, before the cut: kept, folded into the previous summary, or summarized. */
+function gatherMessage(w: Work, g: Gathered, i: number, scope: Scope): void {
+  const { memo, settings: s, request } = w;
+  const m = w.cur.view.messages[i] as GuardMessage;
+  const o = w.cur.view.origin[i] ?? -1;
+  if (m.role === 'system') {
+    g.keep.push(o);
+    return;
+  }
+  const found = isOwnMessage(m, memo.own) ? summaryBodyOf(m) : undefined;
+  if (found !== undefined) {
+    foldKeptSummary(g, found);
+    return;
+  }
+  // A continuation the guard wrote stands for a request that is in the history anyway.
+  if (isContinuation(m) && o !== request && isOwnMessage(m, memo.own)) return;
+  if (
+    s.retention === 'keep-recent' &&
+    s.keepFirstUserMessage &&
+    o === scope.firstUser &&
+    w.messageTokens(i) <= Math.min(s.keepRecentTokens / 2, s.target / 10)
+  ) {
+    g.keep.push(o);
+    return;
+  }
+  // The latest request is never replaced: it is sent whole after the summary. The summarizer
+  // still reads it, so that the steps taken on it are summarized with it in view.
+  if (o === request) {
+    g.toSummarize.push(m);
+    g.contextOnly++;
+    g.context.add(m);
+    return;
+  }
+  const message = scope.unedited[i] ?? m;
+  if (scope.carried(o) && !isOwnMessage(m, memo.own))
+    scope.candidates.push({ o, tokens: w.messageTokens(i), message, at: g.toSummarize.length });
+  g.toSummarize.push(message);
+  g.indexOf.set(message, o);
+  g.summarizedTokens += w.messageTokens(i);
+}
+
+/**
+ * A summary the host kept in its history (a stateful host that applied our compaction). Its
+ * footers are taken off (the archive line, the file list, the user's instructions) and carried
+ * as the stateless path carries them, so that a digest under it is folded, not nested.
+ */
+function foldKeptSummary(g: Gathered, found: string): void {
+  const unarchived = stripArchiveFooter(found);
+  const { body, notes } = splitInstructionsFooter(stripFileOpsFooter(unarchived));
+  g.previousFileOps ??= parseFileOpsFooter(unarchived);
+  if (notes) g.previousInstructions = [...(g.previousInstructions ?? []), ...notes];
+  g.previousSummary = g.previousSummary === undefined ? body : `${g.previousSummary}\n\n${body}`;
 }
 
 /** A user message that may be carried over: `at` is its place in `toSummarize` (-1: carried before, not there). */
@@ -236,15 +263,46 @@ export function archiveFooter(label: string, count: number): string {
 
 /** Calls the summarizer (or its fallback) and records the summary in the memo. */
 async function writeSummary(w: Work, cut: number, g: Gathered): Promise<CompactionStep> {
-  const { input, memo, settings: s, request, stats } = w;
-  const { messages, origin } = w.cur.view;
+  const { input, settings: s, stats } = w;
   // The digest may fill most of the room the summarized messages leave under the target (the rest
   // is for the summary's framing); to keep the start of every user message it may grow further,
   // up to the threshold.
   const rest = w.cur.tokens - g.summarizedTokens;
   const clip = s.clipArchive ? clipArchiveBatches(w, g.previousSummary) : undefined;
-  // The user's words, verbatim, whoever writes the summary (the request stays in the prompt);
-  // what does not fit is reported by message.
+  const under = footersOf(w, g, { archiveLine: !clip });
+  // The footers and, in clip-archive mode, the batches shown beside this one's summary take room
+  // the summary cannot have: budgeted here, they never push the prompt past what was planned.
+  const taken = ((clip?.shownChars ?? 0) + under.footers.reduce((n, f) => n + f.length + 2, 0)) * input.tokensPerChar;
+  const outcome = await input.summarize(
+    g.toSummarize,
+    clip ? undefined : g.previousSummary,
+    0.75 * (s.target - rest) - 200 * input.tokensPerChar - taken,
+    0.85 * (input.threshold - rest) - 200 * input.tokensPerChar - taken,
+    g.context,
+  );
+  stats.extended = outcome.extended === true;
+  const text = clip ? await clip.render(outcome.text.trim(), under.summarized) : outcome.text.trim();
+  const footer = under.footers.filter((f) => f.length > 0).join('\n\n');
+  const body = footer ? `${text}\n\n${footer}` : text;
+  const covers = placeSummary(w, cut, g, { body, text, fileOps: under.fileOps, instructions: under.instructions });
+
+  stats.summarized += g.toSummarize.length - g.contextOnly;
+  // The latest turn was split when its request is before the cut: its first steps are in the summary.
+  stats.splitTurn = s.retention === 'keep-recent' && w.request >= 0 && w.request < covers;
+  stats.calls += outcome.calls;
+  stats.inputTokens += outcome.inputTokens;
+  stats.summaryTokens = Math.ceil(body.length * input.tokensPerChar);
+  stats.summary = body;
+  return outcome.mechanical ? 'mechanical' : 'summary';
+}
+
+/**
+ * What goes under the summary, whoever writes it: the user's words, verbatim (the request stays in
+ * the prompt; what does not fit is reported by message), the file list, and (`archiveLine`) where
+ * the messages it replaced were archived.
+ */
+function footersOf(w: Work, g: Gathered, { archiveLine }: { archiveLine: boolean }) {
+  const { input, memo, settings: s, request } = w;
   const latest = request >= 0 ? input.hostMessages[request] : undefined;
   const budget = wordsBudget(s.maxSummaryTokens, input.contextWindow, input.tokensPerChar);
   const words = collectInstructions(
@@ -257,7 +315,6 @@ async function writeSummary(w: Work, cut: number, g: Gathered): Promise<Compacti
   );
   const instructions = words.notes;
   if (words.lost.length > 0) input.onUserWordsLost(words.lost, budget);
-  const instructionsFooter = renderInstructions(instructions);
   const extracted = s.fileOps ? extractFileOps(g.toSummarize, s.fileOps, g.previousFileOps) : undefined;
   // Paths are the conversation's words too: a clone URL may carry credentials. Those the memo
   // carries were redacted by an earlier compaction: only new ones are (the lists grow with every
@@ -267,30 +324,31 @@ async function writeSummary(w: Work, cut: number, g: Gathered): Promise<Compacti
   const fileOps = extracted && { read: extracted.read.map(redactPath), modified: extracted.modified.map(redactPath) };
   const summarized = g.toSummarize.length - g.contextOnly;
   const footers = [
-    instructionsFooter,
+    renderInstructions(instructions),
     fileOps ? renderFileOpsFooter(fileOps) : '',
-    input.archive && !clip ? archiveFooter(input.archive.label, summarized) : '',
+    input.archive && archiveLine ? archiveFooter(input.archive.label, summarized) : '',
   ];
-  // The footers and, in clip-archive mode, the batches shown beside this one's summary take room
-  // the summary cannot have: budgeted here, they never push the prompt past what was planned.
-  const taken = ((clip?.shownChars ?? 0) + footers.reduce((n, f) => n + f.length + 2, 0)) * input.tokensPerChar;
-  const outcome = await input.summarize(
-    g.toSummarize,
-    clip ? undefined : g.previousSummary,
-    0.75 * (s.target - rest) - 200 * input.tokensPerChar - taken,
-    0.85 * (input.threshold - rest) - 200 * input.tokensPerChar - taken,
-    g.context,
-  );
-  stats.extended = outcome.extended === true;
-  const text = clip ? await clip.render(outcome.text.trim(), summarized) : outcome.text.trim();
-  const footer = footers.filter((f) => f.length > 0).join('\n\n');
-  const body = footer ? `${text}\n\n${footer}` : text;
+  return { instructions, fileOps, footers, summarized };
+}
 
+/**
+ * Records the summary in the memo: what it covers, what stays verbatim before it, and the request
+ * after it when the cut passed it. The host index the summary covers up to.
+ */
+function placeSummary(
+  w: Work,
+  cut: number,
+  g: Gathered,
+  summary: { body: string; text: string; fileOps: FileOps | undefined; instructions: string[] },
+): number {
+  const { input, memo, request } = w;
+  const { messages, origin } = w.cur.view;
+  const { text, fileOps, instructions } = summary;
   // The request is still in place when it is kept or in the tail; otherwise it is sent right after
   // the summary, whole, with a note telling the model to go on with it.
   const requestKept =
     request < 0 || g.keep.includes(request) || (cut < messages.length && request >= (origin[cut] ?? Infinity));
-  const inserted: GuardMessage[] = [summaryMessage(body)];
+  const inserted: GuardMessage[] = [summaryMessage(summary.body)];
   const after = requestKept ? [] : [continuationNote()];
   memo.own = rememberOwn(memo.own, [...inserted, ...after]);
   const covers = cut < messages.length ? (origin[cut] as number) : input.hostMessages.length;
@@ -305,13 +363,5 @@ async function writeSummary(w: Work, cut: number, g: Gathered): Promise<Compacti
     ...(fileOps ? { fileOps } : {}),
     ...(instructions.length > 0 ? { instructions } : {}),
   };
-
-  stats.summarized += g.toSummarize.length - g.contextOnly;
-  // The latest turn was split when its request is before the cut: its first steps are in the summary.
-  stats.splitTurn = s.retention === 'keep-recent' && request >= 0 && request < covers;
-  stats.calls += outcome.calls;
-  stats.inputTokens += outcome.inputTokens;
-  stats.summaryTokens = Math.ceil(body.length * input.tokensPerChar);
-  stats.summary = body;
-  return outcome.mechanical ? 'mechanical' : 'summary';
+  return covers;
 }
