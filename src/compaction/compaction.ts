@@ -16,12 +16,13 @@ import { emptyMemo, requestEditsDropped, type CompactionMemo, type View } from '
 import { runPipeline } from './pipeline.ts';
 import { compactionSettings, type CompactionSettings } from './policy.ts';
 import { requestIndex } from './request.ts';
-import { runSummarizer, type CircuitBreaker } from './summarizer.ts';
+import type { CircuitBreaker } from './circuit-breaker.ts';
+import { runSummarizer } from './summarizer.ts';
 import type { CompactionReason, CompactionResult } from './types.ts';
 import type { PipelineInput, PipelineOutput } from './work.ts';
 
 // The guard's breaker, one per guard, is made from here too: the call pipeline imports one module to compact.
-export { CircuitBreaker } from './summarizer.ts';
+export { CircuitBreaker } from './circuit-breaker.ts';
 
 /** What a call gives `compact`. */
 export interface CompactionInput {

@@ -4,7 +4,7 @@
 // here, so nothing in this module throws.
 import { DEFAULT_FILE_OPS, type FileOpsConfig } from './file-ops.ts';
 import { redactSecrets } from './redact.ts';
-import { SUMMARIZER_READ_FACTOR } from './summarizer.ts';
+import { SUMMARIZER_READ_FACTOR } from './summarizer-input.ts';
 import type { AfterCompactHook, BeforeCompactHook, Summarizer } from './types.ts';
 
 /** The options of createContextGuard that shape compaction (part of `ContextGuardOptions`). */

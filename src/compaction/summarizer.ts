@@ -1,27 +1,24 @@
-// Running the summarizer: its input cut into chunks that fit 80% of its window (each chunk folds
-// into the summary so far, so nothing is silently dropped), a timeout that aborts the call, the
-// checks on what it returns, and the mechanical digest for whatever it could not summarize. A
-// circuit breaker stops calling a summarizer that keeps failing. Never throws: a summary is
-// always produced.
+// Running the summarizer: its input (summarizer-input.ts) cut into chunks that fit 80% of its window
+// (each chunk folds into the summary so far, so nothing is silently dropped), a timeout that aborts
+// the call, the checks on what it returns, and the mechanical digest for whatever it could not
+// summarize. The guard's circuit breaker (circuit-breaker.ts) stops calling a summarizer that keeps
+// failing. Never throws: a summary is always produced.
 import type { SummarizerFailedEvent } from '../events.ts';
 import type { GuardMessage } from '../messages.ts';
+import type { CircuitBreaker } from './circuit-breaker.ts';
 import { DEFAULT_MECHANICAL_CHARS_PER_MESSAGE, mechanicalDigest, userStartsChars } from './mechanical.ts';
-import { clipMessage } from './memo.ts';
-import { applyToolEdits, outputChars, toolResultsOf } from './tool-edits.ts';
-import { unitsOf } from './structure.ts';
-import { waterLevel } from './water-level.ts';
+import { buildSummaryRequest, WORDS_PER_TOKEN } from './prompt.ts';
 import {
-  buildSummaryRequest,
-  DEFAULT_TRANSCRIPT_TOOL_RESULT_CHARS,
-  renderTranscript,
-  WORDS_PER_TOKEN,
-} from './prompt.ts';
-import { safeJson } from './text.ts';
-import { redactMessage } from './redact.ts';
+  boundTranscript,
+  chunk,
+  type Originals,
+  redactedMessages,
+  SUMMARIZER_READ_FACTOR,
+} from './summarizer-input.ts';
 import type { Summarizer } from './types.ts';
 
 /** Share of the summarizer's window its input may fill; the rest is for its answer. */
-export const SUMMARIZER_INPUT_SHARE = 0.8;
+const SUMMARIZER_INPUT_SHARE = 0.8;
 /** The budget told to the model, below the one enforced, since models overshoot a little. */
 const STATED_BUDGET_SHARE = 0.8;
 /**
@@ -34,61 +31,11 @@ const CHARS_PER_WORD = 6;
 
 export type SummarizerFailure = SummarizerFailedEvent['reason'];
 
-/**
- * What the summarizer reads of the messages it replaces is bounded (`readTokens`, the
- * `summarizerInputTokens` option: by default SUMMARIZER_READ_FACTOR × what it may write). Its input is billed in full on
- * every compaction (it is a request of its own, not a cached continuation of the prompt), while what
- * it cannot read is not lost: the originals are archived, and the guard itself keeps the user's
- * instruction sentences and the file list under the summary. Over the bound, the transcript is cut
- * in the project's order of what matters least: tool output first, assistant text next, the user's
- * words last, each tier cut evenly (the largest first) and in its middle, so that every message
- * keeps its start and end.
- */
-export const SUMMARIZER_READ_FACTOR = 4;
-/**
- * Fewest characters the bound leaves of a message or tool output: enough to say what it was; less
- * (down to MIN_READ_FLOOR_CHARS) when the messages are so many that these would not fit it twice.
- */
-const MIN_READ_CHARS = 200;
-const MIN_READ_FLOOR_CHARS = 40;
-
 /** Fewest transcript characters worth a summarizer call. */
 const MIN_CHUNK_CHARS = 400;
 
 /** The longest delay a timer holds (about 24.8 days); a longer one fires at once. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
-
-/** Skips the summarizer for `cooldownMs` after `failures` consecutive failures (per guard). */
-export class CircuitBreaker {
-  private consecutive = 0;
-  private openUntil = 0;
-  private readonly failures: number;
-  private readonly cooldownMs: number;
-
-  constructor(failures: number, cooldownMs: number) {
-    this.failures = failures;
-    this.cooldownMs = cooldownMs;
-  }
-
-  get consecutiveFailures(): number {
-    return this.consecutive;
-  }
-
-  /** Whether a call may be attempted now; after the cooldown one trial call is let through. */
-  allows(now: number): boolean {
-    return this.consecutive < this.failures || now >= this.openUntil;
-  }
-
-  success(): void {
-    this.consecutive = 0;
-    this.openUntil = 0;
-  }
-
-  failure(now: number): void {
-    this.consecutive++;
-    if (this.consecutive >= this.failures) this.openUntil = now + this.cooldownMs;
-  }
-}
 
 export interface SummarizeRequest {
   sessionId: string;
@@ -228,169 +175,6 @@ async function callOnce(
   }
 }
 
-/** The message with each tool result cut to `maxChars` (what the summarizer receives). */
-function clipToolOutputs(message: GuardMessage, maxChars: number): GuardMessage {
-  const results = toolResultsOf(message);
-  if (results.length === 0 || results.every((p) => outputChars(p) <= maxChars)) return message;
-  const edits: Record<string, number> = {};
-  for (const p of results) if (outputChars(p) > maxChars) edits[p.toolCallId] = maxChars;
-  return applyToolEdits(message, edits);
-}
-
-/**
- * The message with its text parts joined into one (where the first was). Clipping shares a
- * message's budget among its text parts, so thousands of small parts (a log pasted line by line)
- * would each stay under their share and the message would not shrink at all; one part can be cut.
- */
-function mergeTextParts(message: GuardMessage): GuardMessage {
-  const content = message.content as unknown;
-  if (!Array.isArray(content)) return message;
-  const texts: string[] = [];
-  for (const p of content) if (p?.type === 'text') texts.push(String(p.text ?? ''));
-  if (texts.length < 2) return message;
-  const parts: unknown[] = [];
-  let placed = false;
-  for (const p of content) {
-    if (p?.type !== 'text') parts.push(p);
-    else if (!placed) {
-      parts.push({ type: 'text', text: texts.join('\n') });
-      placed = true;
-    }
-  }
-  return { ...message, content: parts } as GuardMessage;
-}
-
-/**
- * Cuts messages into chunks whose rendered transcript fits `budgetChars`. A tool call and its
- * results stay in one chunk when they fit one (the summarizer should see what a call returned);
- * a single message too big for a chunk is clipped.
- */
-/**
- * The message each clipped copy in a chunk was made from. The summarizer reads the copies (they fit
- * its window); a fallback digest reads the originals, so that what a clip left out (the words after
- * a long paste) is still there to keep.
- */
-const originalOf = new WeakMap<GuardMessage, GuardMessage>();
-
-function chunk(messages: GuardMessage[], budgetChars: number): GuardMessage[][] {
-  const options = { maxToolResultChars: DEFAULT_TRANSCRIPT_TOOL_RESULT_CHARS };
-  const sized = messages.map((original) => {
-    let message = clipToolOutputs(original, options.maxToolResultChars);
-    let size = renderTranscript([message], options).length;
-    if (size > budgetChars) {
-      // One message larger than a chunk (a long paste, many parallel results): its text and each
-      // of its tool results get a share of the chunk.
-      const results = toolResultsOf(message).length;
-      if (results > 0)
-        message = clipToolOutputs(message, Math.max(100, Math.floor((budgetChars - 200) / results) - 150));
-      message = clipMessage(mergeTextParts(message), Math.max(200, budgetChars - 200));
-      size = renderTranscript([message], options).length;
-    }
-    if (message !== original) originalOf.set(message, originalOf.get(original) ?? original);
-    return { message, size };
-  });
-
-  const chunks: GuardMessage[][] = [];
-  let current: GuardMessage[] = [];
-  let used = 0;
-  for (const unit of unitsOf(messages, 0)) {
-    const items = sized.slice(unit.start, unit.end);
-    const unitSize = items.reduce((n, x) => n + x.size, 0);
-    // A unit that fits a chunk of its own starts one rather than being split across two.
-    const whole = unitSize <= budgetChars;
-    for (const { message, size } of items) {
-      const needed = whole && message === items[0]?.message ? unitSize : size;
-      if (used + needed > budgetChars && current.length > 0) {
-        chunks.push(current);
-        current = [];
-        used = 0;
-      }
-      current.push(message);
-      used += size;
-    }
-  }
-  if (current.length > 0) chunks.push(current);
-  return chunks;
-}
-
-/** The transcript's tiers, in the order they give way: tool output, assistant text, the user's words. */
-function tierOf(message: GuardMessage): number {
-  if (message.role === 'user') return 2;
-  if (message.role === 'tool') return 0;
-  return 1;
-}
-
-/**
- * `messages` as the summarizer will read them, within `budgetChars` of transcript when that can be
- * reached (see `readTokens`): each tier in turn, tool output first, is cut to the level
- * that saves what is over (never below MIN_READ_CHARS). What is still over is chunked as before.
- */
-function boundTranscript(messages: GuardMessage[], budgetChars: number): GuardMessage[] {
-  const options = { maxToolResultChars: DEFAULT_TRANSCRIPT_TOOL_RESULT_CHARS };
-  const out = messages.map((m) => clipToolOutputs(m, DEFAULT_TRANSCRIPT_TOOL_RESULT_CHARS));
-  const size = (m: GuardMessage) => renderTranscript([m], options).length;
-  const sizes = out.map(size);
-  let total = sizes.reduce((n, x) => n + x, 0);
-  const floor = Math.max(MIN_READ_FLOOR_CHARS, Math.min(MIN_READ_CHARS, Math.floor(budgetChars / (2 * out.length))));
-  for (let tier = 0; tier < 3 && total > budgetChars; tier++) {
-    const members = out.flatMap((m, i) => (m && typeof m === 'object' && tierOf(m) === tier ? [i] : []));
-    if (members.length === 0) continue;
-    const level = waterLevel(
-      members.map((i) => sizes[i] as number),
-      total - budgetChars,
-      floor,
-    );
-    for (const i of members) {
-      if ((sizes[i] as number) <= level) continue;
-      const m = out[i] as GuardMessage;
-      // A rendered block is a little more than its text (role and call labels): cut the text by what is over.
-      const over = (sizes[i] as number) - level;
-      const cut =
-        tier === 0
-          ? clipToolOutputs(m, Math.max(floor, maxOutputChars(m) - over))
-          : clipMessage(mergeTextParts(m), Math.max(floor, textChars(m) - over));
-      out[i] = cut;
-      const next = size(cut);
-      total += next - (sizes[i] as number);
-      sizes[i] = next;
-    }
-  }
-  out.forEach((m, i) => {
-    const original = messages[i] as GuardMessage;
-    if (m !== original) originalOf.set(m, originalOf.get(original) ?? original);
-  });
-  return out;
-}
-
-/** The longest tool output of a message, in characters. */
-function maxOutputChars(message: GuardMessage): number {
-  return toolResultsOf(message).reduce((n, p) => Math.max(n, outputChars(p)), 0);
-}
-
-/** Characters of a message's text (its string content, or its text and reasoning parts and tool inputs). */
-function textChars(message: GuardMessage): number {
-  const content = message.content as unknown;
-  if (typeof content === 'string') return content.length;
-  if (!Array.isArray(content)) return 0;
-  let n = 0;
-  for (const p of content) {
-    if (p?.type === 'text' || p?.type === 'reasoning') n += String(p.text ?? '').length;
-    else if (p?.type === 'tool-call') n += safeJson(p.input ?? null).length;
-  }
-  return n;
-}
-
-/**
- * The messages as the summarizer and every digest read them: tool outputs clipped (no digest or
- * transcript shows more of one, and scanning megabytes of output for secrets would stall the call),
- * then redacted. A digest is built from these, never redacted after: its lines are flattened, and a
- * secret assignment on a line of its own (`aws_secret_access_key:` in YAML) no longer reads as one
- * in the middle of a flattened line.
- */
-export function redactedMessages(messages: readonly GuardMessage[], redact: (text: string) => string): GuardMessage[] {
-  return messages.map((m) => redactMessage(clipToolOutputs(m, DEFAULT_TRANSCRIPT_TOOL_RESULT_CHARS), redact));
-}
-
 /**
  * Summarizes `messages` on top of `previousSummary`: the summarizer chunk by chunk, and the
  * mechanical digest from the first chunk it fails on (the summary so far is kept, so no history is
@@ -424,14 +208,19 @@ async function summarizeRaw(req: SummarizeRequest, override?: string): Promise<S
     return { text: override, mechanical: false, calls: 0, inputTokens: 0, lostMessages: 0, lostUserMessages: 0 };
   const summarizer = req.summarizer;
   if (!summarizer)
-    return fallBack(req, { running: req.previousSummary, calls: 0, inputTokens: 0 }, 'missing', req.messages);
+    return fallBack(
+      req,
+      { running: req.previousSummary, calls: 0, inputTokens: 0, originals: new WeakMap() },
+      'missing',
+      req.messages,
+    );
   const run = new SummaryRun(req);
   let budgetChars = run.budgetFor(run.running?.length ?? 0);
   // The instructions and the summary so far already fill the summarizer's window (a tiny window
   // at a high token ratio): calling it would overflow it.
   if (budgetChars < MIN_CHUNK_CHARS) return fallBack(req, run, 'no-room', req.messages);
   const readChars = (req.readTokens ?? SUMMARIZER_READ_FACTOR * req.maxSummaryTokens) / req.tokensPerChar;
-  let chunks = chunk(boundTranscript(req.messages, readChars), budgetChars);
+  let chunks = chunk(boundTranscript(req.messages, readChars, run.originals), budgetChars, run.originals);
   for (let i = 0; i < chunks.length; i++) {
     const rest = () => chunks.slice(i).flat();
     if (req.signal?.aborted) return fallBack(req, run, 'aborted', rest());
@@ -441,7 +230,7 @@ async function summarizeRaw(req: SummarizeRequest, override?: string): Promise<S
     if (budget < budgetChars) {
       if (budget < MIN_CHUNK_CHARS) return fallBack(req, run, 'no-room', rest());
       budgetChars = budget;
-      chunks = [...chunks.slice(0, i), ...chunk(rest(), budgetChars)];
+      chunks = [...chunks.slice(0, i), ...chunk(rest(), budgetChars, run.originals)];
     }
     if (!req.breaker.allows(Date.now())) return fallBack(req, run, 'circuit-open', rest());
     const failure = await run.summarizeChunk(summarizer, chunks[i] as GuardMessage[], left);
@@ -451,11 +240,12 @@ async function summarizeRaw(req: SummarizeRequest, override?: string): Promise<S
   return { text: running ?? '', mechanical: false, calls, inputTokens, lostMessages: 0, lostUserMessages: 0 };
 }
 
-/** The summary so far and what the summarizer calls made for it cost. */
+/** The summary so far, what the summarizer calls made for it cost, and the originals of the clipped messages it read. */
 interface Progress {
   running: string | undefined;
   calls: number;
   inputTokens: number;
+  originals: Originals;
 }
 
 /** One summarization, chunk by chunk: its budgets, and the summary each call folds the next chunk into. */
@@ -463,6 +253,7 @@ class SummaryRun implements Progress {
   running: string | undefined;
   calls = 0;
   inputTokens = 0;
+  readonly originals: Originals = new WeakMap();
   readonly deadline: number;
   private readonly req: SummarizeRequest;
   /** The instructions' characters, and the summarizer's input in characters. */
@@ -556,7 +347,7 @@ function fallBack(
 ): SummarizeOutcome {
   req.onFailure(reason, req.breaker.consecutiveFailures, error);
   const contextOnly = req.contextOnly;
-  const originals = rest.map((m) => originalOf.get(m) ?? m).filter((m) => !contextOnly?.has(m));
+  const originals = rest.map((m) => progress.originals.get(m) ?? m).filter((m) => !contextOnly?.has(m));
   const { running, calls, inputTokens } = progress;
   return { ...fallbackDigest(originals, running, maxSummaryChars(req), req), mechanical: true, calls, inputTokens };
 }

@@ -7,7 +7,7 @@
 import type { GuardMessage } from '../../messages.ts';
 import { collectInstructions, type LostWords, wordsBudget } from '../instructions.ts';
 import { mechanicalDigest } from '../mechanical.ts';
-import { redactedMessages } from '../summarizer.ts';
+import { redactedMessages } from '../summarizer-input.ts';
 import { MIN_KEPT_CHARS, type Work } from '../work.ts';
 import { replaceMediaUntil } from './hard-fit.ts';
 
