@@ -79,8 +79,8 @@ export interface CompactionOutcome {
   result: CompactionResult;
 }
 
-/** The prompt to compact and what prices it: what one compaction starts from. */
-interface Start {
+/** The prompt before the compaction, why it is compacted and what prices it. */
+interface Before {
   reason: CompactionReason;
   focus: string | undefined;
   signal: AbortSignal | undefined;
@@ -122,12 +122,12 @@ export async function compact({
   prepared,
   signal,
 }: CompactionInput): Promise<CompactionOutcome | undefined> {
-  const start = startOf(session, prepared, signal);
-  const settings = compactionSettings(env.options, call.contextWindow as number, call.threshold, start.growthPerCall);
-  const hook = await askBeforeCompact(call, start, env, settings.target);
+  const before = beforeOf(session, prepared, signal);
+  const settings = compactionSettings(env.options, call.contextWindow as number, call.threshold, before.growthPerCall);
+  const hook = await askBeforeCompact(call, before, env, settings.target);
   if (hook === 'cancel') return undefined;
-  const plan = planOf(call, start, env, settings, hook);
-  const input = pipelineInput(call, start, env, plan);
+  const plan = planOf(call, before, env, settings, hook);
+  const input = pipelineInput(call, before, env, plan);
   let output: PipelineOutput;
   try {
     output = await runPipeline(input(env.options.summarizer));
@@ -138,10 +138,10 @@ export async function compact({
     output = await runPipeline(input(undefined));
   }
   if (!output.result) return undefined;
-  return archiveAndReport(call, start, env, plan, output as Compacted);
+  return archiveAndReport(call, before, env, plan, output as Compacted);
 }
 
-function startOf(session: SessionFacts, prepared: PreparedPrompt, signal: AbortSignal | undefined): Start {
+function beforeOf(session: SessionFacts, prepared: PreparedPrompt, signal: AbortSignal | undefined): Before {
   const requested = session.compactRequest;
   return {
     // A requested compaction (the compact tool, an overflow retry) summarizes even when pruning would do.
@@ -161,7 +161,7 @@ function startOf(session: SessionFacts, prepared: PreparedPrompt, signal: AbortS
 
 function planOf(
   call: Call,
-  start: Start,
+  before: Before,
   env: CompactionEnv,
   settings: CompactionSettings,
   override: string | undefined,
@@ -169,11 +169,11 @@ function planOf(
   const started = Date.now();
   const { label, end } = env.archive.label(call.sessionId, started);
   // The pipeline prices prompts as the calls after the compaction will (see compactionCalibration).
-  const now = call.measure(start.view.messages);
+  const now = call.measure(before.view.messages);
   const reset = compactionCalibration(
-    start.calibration,
+    before.calibration,
     env.options.calibration,
-    start.tokens,
+    before.tokens,
     now.chars,
     now.mediaTokens,
   );
@@ -185,7 +185,7 @@ function planOf(
     deadline: started + settings.compactionTimeoutMs,
     label,
     // The batch holds what arrived since the previous batch (or the session's start).
-    start: start.memo.archivedUntil ?? start.startedAt ?? end,
+    start: before.memo.archivedUntil ?? before.startedAt ?? end,
     end,
   };
 }
@@ -193,7 +193,7 @@ function planOf(
 /** The originals archived before the prompt without them is sent; then the events and the outcome. */
 async function archiveAndReport(
   call: Call,
-  start: Start,
+  before: Before,
   env: CompactionEnv,
   plan: Plan,
   output: Compacted,
@@ -204,9 +204,9 @@ async function archiveAndReport(
     start: plan.start,
     end: plan.end,
     input: call.hostMessages,
-    before: start.view,
+    before: before.view,
     after: output.view,
-    oldMemo: start.memo,
+    oldMemo: before.memo,
     newMemo: output.memo,
     hashOf: call.hashOf,
     result: output.result,
@@ -216,7 +216,7 @@ async function archiveAndReport(
   output.memo.archivedUntil = plan.end;
   const result: CompactionResult = {
     ...output.result,
-    cacheBrokenTokens: cacheBroken(call, start.view.messages, output.view.messages, output.tokens),
+    cacheBrokenTokens: cacheBroken(call, before.view.messages, output.view.messages, output.tokens),
     durationMs: Date.now() - plan.started,
   };
   const tokens = Math.ceil(output.tokens);
@@ -227,7 +227,7 @@ async function archiveAndReport(
   return {
     messages: output.view.messages,
     tokens,
-    memo: withRequestDecision(call, output.memo, start.usageRecorded),
+    memo: withRequestDecision(call, output.memo, before.usageRecorded),
     calibration: plan.reset,
     result,
   };
@@ -265,7 +265,7 @@ function sameContent(a: GuardMessage | undefined, b: GuardMessage | undefined): 
 /** The hook's answer: 'cancel', a summary to use instead of the summarizer's, or undefined. */
 async function askBeforeCompact(
   call: Call,
-  start: Start,
+  before: Before,
   env: CompactionEnv,
   target: number,
 ): Promise<'cancel' | string | undefined> {
@@ -274,16 +274,16 @@ async function askBeforeCompact(
   try {
     const answer = await hook({
       sessionId: call.sessionId,
-      reason: start.reason,
+      reason: before.reason,
       // A copy: the view may be the host's own array, which a hook must not be able to change.
-      messages: start.view.messages.slice(),
-      tokens: start.tokens,
+      messages: before.view.messages.slice(),
+      tokens: before.tokens,
       threshold: call.threshold,
       target,
-      focus: start.focus,
+      focus: before.focus,
     });
     // Cancelling is honoured while the prompt still fits the window; past it, the guard never sends it.
-    if (answer?.cancel === true && start.tokens <= (call.contextWindow as number)) return 'cancel';
+    if (answer?.cancel === true && before.tokens <= (call.contextWindow as number)) return 'cancel';
     if (typeof answer?.summary === 'string' && answer.summary.trim()) return answer.summary.trim();
   } catch (error) {
     env.emit({ type: 'error', sessionId: call.sessionId, stage: 'beforeCompact', error });
@@ -292,39 +292,43 @@ async function askBeforeCompact(
 }
 
 /** The pipeline's input for a summarizer (undefined: the mechanical digest only). */
-function pipelineInput(call: Call, start: Start, env: CompactionEnv, plan: Plan) {
-  const reports = reporters(call, start, env, plan);
+function pipelineInput(call: Call, before: Before, env: CompactionEnv, plan: Plan) {
+  const reports = reporters(call, before, env, plan);
   const tokensPerChar = tokensPerCharAfterReset(plan.reset, env.options.calibration);
   return (summarizer: ResolvedOptions['summarizer']): PipelineInput => ({
     sessionId: call.sessionId,
-    reason: start.reason,
-    focus: start.focus,
+    reason: before.reason,
+    focus: before.focus,
     hostMessages: call.hostMessages,
     hashOf: call.hashOf,
     prefixOf: (n) => {
       const host = call.measureHost();
       return { messages: n, chars: host.cumChars[n - 1] ?? 0, hash: n > 0 ? (host.cumHash[n - 1] ?? 0) : 0 };
     },
-    memo: start.memo,
-    summaryApplies: start.summaryApplies,
+    memo: before.memo,
+    summaryApplies: before.summaryApplies,
     settings: plan.settings,
     threshold: call.threshold,
     contextWindow: call.contextWindow as number,
     redact: env.options.redact,
     archive: plan.settings.archive ? { label: plan.label, start: plan.start, end: plan.end } : undefined,
-    tokensBefore: start.tokens,
+    tokensBefore: before.tokens,
     measure: call.measure,
     price: priceAfterReset(plan.reset, env.options.calibration),
     tokensPerChar,
     onStart: reports.onStart,
     onDigestLoss: reports.onDigestLoss,
     onUserWordsLost: reports.onUserWordsLost,
-    summarize: summarizeWith(call, start, env, plan, { summarizer, tokensPerChar, onDigestLoss: reports.onDigestLoss }),
+    summarize: summarizeWith(call, before, env, plan, {
+      summarizer,
+      tokensPerChar,
+      onDigestLoss: reports.onDigestLoss,
+    }),
   });
 }
 
 /** The pipeline's callbacks that report what it did: the compaction's start (once), digest losses, the user's words lost. */
-function reporters(call: Call, start: Start, env: CompactionEnv, plan: Plan) {
+function reporters(call: Call, before: Before, env: CompactionEnv, plan: Plan) {
   const { sessionId } = call;
   const { emit } = env;
   const onDigestLoss = (lostMessages: number, lostUserMessages: number) => {
@@ -340,7 +344,7 @@ function reporters(call: Call, start: Start, env: CompactionEnv, plan: Plan) {
   const onStart = () => {
     if (startEmitted) return;
     startEmitted = true;
-    const { reason, tokens, focus } = start;
+    const { reason, tokens, focus } = before;
     emit({
       type: 'compaction-start',
       sessionId,
@@ -348,7 +352,7 @@ function reporters(call: Call, start: Start, env: CompactionEnv, plan: Plan) {
       tokens,
       threshold: call.threshold,
       target: plan.settings.target,
-      messages: start.view.messages.length,
+      messages: before.view.messages.length,
       ...(focus !== undefined ? { focus } : {}),
     });
   };
@@ -358,7 +362,7 @@ function reporters(call: Call, start: Start, env: CompactionEnv, plan: Plan) {
 /** The pipeline's `summarize`: the summarizer (or the mechanical digest) run with this compaction's budgets, deadline and breaker. */
 function summarizeWith(
   call: Call,
-  start: Start,
+  before: Before,
   env: CompactionEnv,
   plan: Plan,
   given: {
@@ -377,7 +381,7 @@ function summarizeWith(
         sessionId,
         messages,
         previousSummary,
-        focus: start.focus,
+        focus: before.focus,
         maxSummaryTokens: plan.settings.maxSummaryTokens,
         readTokens: plan.settings.summarizerInputTokens,
         summarizerContextWindow: plan.settings.summarizerContextWindow,
@@ -390,7 +394,7 @@ function summarizeWith(
         userRoomTokens,
         ...(contextOnly && contextOnly.size > 0 ? { contextOnly } : {}),
         redact: options.redact,
-        ...(start.signal ? { signal: start.signal } : {}),
+        ...(before.signal ? { signal: before.signal } : {}),
         breaker: env.breaker,
         onFailure: (reason, consecutiveFailures, error) =>
           emit({
