@@ -2,7 +2,7 @@
 // guard's methods. The implementation is createContextGuard (guard.ts).
 import type { CompactionReceipt, RecalledItem, RecallOptions } from './archive/types.ts';
 import type { ResolvedOptions } from './config.ts';
-import type { CompactionResult } from './compaction/types.ts';
+import type { CompactionResult } from './compaction/contract.ts';
 import type { GuardMessage, ToolDefinition } from './messages.ts';
 import type { ContextGuardEvent, ErrorEvent } from './events.ts';
 import type { SessionStatus } from './state/session.ts';

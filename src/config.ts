@@ -8,7 +8,7 @@ import {
   type CompactionOptions,
   type ResolvedCompactionOptions,
 } from './compaction/policy.ts';
-import type { AfterCompactHook, BeforeCompactHook, Summarizer } from './compaction/types.ts';
+import type { AfterCompactHook, BeforeCompactHook, Summarizer } from './compaction/contract.ts';
 import type { ContextGuardEvent } from './events.ts';
 import type { StateStore } from './state/store.ts';
 import type { SessionState } from './state/session.ts';

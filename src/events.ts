@@ -1,7 +1,7 @@
 // The typed event stream: everything a user may want to log or show, one discriminated union.
 // Events are how the guard reports problems at call time, since it never throws into the agent.
 import type { CompactionReceipt } from './archive/types.ts';
-import type { CompactionReason, CompactionResult } from './compaction/types.ts';
+import type { CompactionReason, CompactionResult } from './compaction/contract.ts';
 
 interface SessionEvent {
   sessionId: string;

@@ -26,7 +26,7 @@ export type {
   CompactionStep,
   Summarizer,
   SummarizerInput,
-} from './compaction/types.ts';
+} from './compaction/contract.ts';
 export type * from './archive/types.ts';
 export type { ArchiveOptions } from './config.ts';
 export type { ClipArchiveOptions } from './compaction/policy.ts';

@@ -10,7 +10,7 @@ import type { GuardMessage } from './messages.ts';
 import type { Prepared } from './prepare.ts';
 import type { SessionRepository } from './state/repository.ts';
 import type { PendingRequest, SessionCosts, SessionState } from './state/session.ts';
-import type { CompactionResult } from './compaction/types.ts';
+import type { CompactionResult } from './compaction/contract.ts';
 import { recordRealCount, resetCalibration } from './tokens/calibration.ts';
 import { judgeUsage, usageShapeProblem } from './usage.ts';
 

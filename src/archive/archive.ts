@@ -6,7 +6,7 @@ import { LRUCache } from 'lru-cache';
 import { quotedId } from '../compaction/quoted-id.ts';
 import type { CompactionMemo, View } from '../compaction/memo.ts';
 import { clipMiddle } from '../compaction/text.ts';
-import type { CompactionResult } from '../compaction/types.ts';
+import type { CompactionResult } from '../compaction/contract.ts';
 import type { ContextGuardEvent } from '../events.ts';
 import type { GuardMessage } from '../messages.ts';
 import { atMostEntries } from '../state/bounded.ts';

@@ -1,6 +1,6 @@
 // The public shapes of lossless compaction: what the archive keeps of every message a compaction
 // took out of the prompt, what `guard.recall` returns, and the receipt of each compaction.
-import type { CompactionReason, CompactionStep } from '../compaction/types.ts';
+import type { CompactionReason, CompactionStep } from '../compaction/contract.ts';
 import type { GuardMessage } from '../messages.ts';
 
 /** Who wrote an archived item: the conversation's roles, or the guard (a clip-archive batch summary). */

@@ -18,7 +18,7 @@ import { compactionSettings, type CompactionSettings } from './policy.ts';
 import { requestIndex } from './request.ts';
 import type { CircuitBreaker } from './circuit-breaker.ts';
 import { runSummarizer } from './summarizer.ts';
-import type { CompactionReason, CompactionResult } from './types.ts';
+import type { CompactionReason, CompactionResult } from './contract.ts';
 import type { PipelineInput, PipelineOutput } from './work.ts';
 
 // The guard's breaker, one per guard, is made from here too: the call pipeline imports one module to compact.

@@ -5,7 +5,7 @@
 import { DEFAULT_FILE_OPS, type FileOpsConfig } from './file-ops.ts';
 import { redactSecrets } from './redact.ts';
 import { SUMMARIZER_READ_FACTOR } from './summarizer-input.ts';
-import type { AfterCompactHook, BeforeCompactHook, Summarizer } from './types.ts';
+import type { AfterCompactHook, BeforeCompactHook, Summarizer } from './contract.ts';
 
 /** The options of createContextGuard that shape compaction (part of `ContextGuardOptions`). */
 export interface CompactionOptions {

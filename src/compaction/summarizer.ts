@@ -15,7 +15,7 @@ import {
   redactedMessages,
   SUMMARIZER_READ_FACTOR,
 } from './summarizer-input.ts';
-import type { Summarizer } from './types.ts';
+import type { Summarizer } from './contract.ts';
 
 /** Share of the summarizer's window its input may fill; the rest is for its answer. */
 const SUMMARIZER_INPUT_SHARE = 0.8;

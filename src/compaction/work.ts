@@ -12,7 +12,7 @@ import { renderView, requestEditsDropped, type CompactionMemo, type View } from 
 import { toolEditKey, toolResultsOf } from './tool-edits.ts';
 import { requestIndex } from './request.ts';
 import type { SummarizeOutcome } from './summarizer.ts';
-import type { CompactionReason, CompactionResult, CompactionStep } from './types.ts';
+import type { CompactionReason, CompactionResult, CompactionStep } from './contract.ts';
 
 /** When the fixed part (system messages, tools) is this much of the target, the target is out of reach. */
 const FIXED_SHARE_OF_TARGET = 0.8;

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MECHANICAL_SUMMARY_PREFIX, MECHANICAL_USER_FLOOR_CHARS } from '../../src/compaction/mechanical.ts';
 import { CircuitBreaker } from '../../src/compaction/circuit-breaker.ts';
 import { runSummarizer, type SummarizeRequest, type SummarizerFailure } from '../../src/compaction/summarizer.ts';
-import type { Summarizer, SummarizerInput } from '../../src/compaction/types.ts';
+import type { Summarizer, SummarizerInput } from '../../src/compaction/contract.ts';
 import type { GuardMessage } from '../../src/messages.ts';
 
 const FILL = 'lorem ipsum dolor sit amet consectetur adipiscing elit ';

@@ -23,7 +23,7 @@ import {
 import { leadingSystemCount, unitsOf, type Unit } from '../structure.ts';
 import { clipArchiveBatches } from '../clip-archive.ts';
 import { collectInstructions, renderInstructions, splitInstructionsFooter, wordsBudget } from '../instructions.ts';
-import type { CompactionStep } from '../types.ts';
+import type { CompactionStep } from '../contract.ts';
 import type { Work } from '../work.ts';
 
 /** Summarizes what is before the cut; the step it took, or undefined when there was nothing to summarize. */
