@@ -1,6 +1,7 @@
-// createContextGuard: the orchestration of one model call. beforeModel measures the prompt with the
-// session's memo applied (call.ts, prepare.ts), decides, compacts when it must (compaction/compaction.ts) and
-// records what it sends; afterModel folds the provider's real count into the calibration (usage.ts).
+// createContextGuard: the orchestration of one model call. beforeModel checks the input, measures
+// the prompt with the session's memo applied and estimates it (call/), decides, compacts when it
+// must (compaction/compaction.ts) and records what it sends; afterModel folds the provider's real
+// count into the calibration (call/usage.ts).
 // State goes through the session repository (state/repository.ts). Nothing here ever throws into
 // the host agent: failures become events, and a call that fails inside the guard fails closed.
 import { Archive } from './archive/archive.ts';
@@ -14,15 +15,18 @@ import type {
   RecoverFromOverflowInput,
   RecoverFromOverflowResult,
 } from './api.ts';
-import { CallResolver, contextWindowFor, measurerKeys, type Call } from './call.ts';
+import { CallResolver, contextWindowFor, measurerKeys, type Call } from './call/measure.ts';
 import { DEFAULTS, resolveOptions, type ContextGuardOptions, type ResolvedOptions } from './config.ts';
 import { CircuitBreaker, compact, type CompactionEnv, type CompactionOutcome } from './compaction/compaction.ts';
 import type { ContextGuardEvent, ErrorEvent } from './events.ts';
 import type { GuardMessage } from './messages.ts';
-import { isContextLengthError, promptTokensFromError, windowFromError } from './overflow.ts';
-import { compactionCall, needsCompaction, PairingProgress, prepare } from './prepare.ts';
-import { recordCall, recordUsage, reportEstimate } from './record.ts';
-import { CheckedInputs, failClosed } from './safety.ts';
+import { isContextLengthError, promptTokensFromError, windowFromError } from './call/overflow.ts';
+import { compactionCall, needsCompaction } from './call/decide.ts';
+import { PairingProgress, prepare } from './call/estimate.ts';
+import { recordCall, reportEstimate } from './call/record.ts';
+import { recordUsage } from './call/usage.ts';
+import { failClosed } from './call/fail-closed.ts';
+import { CheckedInputs } from './call/history.ts';
 import { SessionRepository } from './state/repository.ts';
 import type { SessionState, SessionStatus } from './state/session.ts';
 import type { StateStore } from './state/store.ts';

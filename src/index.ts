@@ -12,7 +12,7 @@ export { StaleLeaseError } from './state/store.ts';
 export type { SessionState, SessionStatus } from './state/session.ts';
 export { matchingOverride, normalizeModelId, resolveModelInfo } from './tokens/windows.ts';
 export { MIN_CONTEXT_WINDOW } from './config.ts';
-export { isUsableWindow } from './call.ts';
+export { isUsableWindow } from './call/measure.ts';
 export type { ModelFamily, ModelInfo } from './tokens/windows.ts';
 export { CHARS_PER_TOKEN } from './tokens/heuristic.ts';
 export type { ExactCounting } from './tokens/exact.ts';
@@ -31,7 +31,7 @@ export type * from './archive/types.ts';
 export type { ArchiveOptions } from './config.ts';
 export type { ClipArchiveOptions } from './compaction/policy.ts';
 export type { CompactOptions, RecoverFromOverflowInput, RecoverFromOverflowResult } from './guard.ts';
-export { isContextLengthError, promptTokensFromError, windowFromError } from './overflow.ts';
+export { isContextLengthError, promptTokensFromError, windowFromError } from './call/overflow.ts';
 // Message-to-text helpers the adapters use (and custom hosts may: logging, their own tools).
 export { formatCount, oneLine, safeJson, toolOutputText } from './compaction/text.ts';
 export type { PruneOptions } from './compaction/policy.ts';

@@ -1,9 +1,9 @@
-// What one call is measured against (call.ts): the window's precedence (the option, the host's
+// What one call is measured against (call/measure.ts): the window's precedence (the option, the host's
 // window of at least 1,000 tokens, the registry, the fallback reported once per model), the limits
 // providers name (learned), the
 // threshold when the buffer leaves no room, and the text measure with its fallback to characters.
 import { describe, expect, it, vi } from 'vitest';
-import { CallResolver } from '../src/call.ts';
+import { CallResolver } from '../src/call/measure.ts';
 import { resolveOptions, type ContextGuardOptions } from '../src/config.ts';
 import type { ContextGuardEvent } from '../src/events.ts';
 import { CHARACTER_MEASURE } from '../src/tokens/exact.ts';

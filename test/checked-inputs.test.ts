@@ -1,11 +1,11 @@
-// The input check compares each call's messages with the last ones once (CheckedInputs, safety.ts)
+// The input check compares each call's messages with the last ones once (CheckedInputs, call/history.ts)
 // and hands the history over in canonical form: an array that only grows, holding for each
 // position the object first seen there with that content. Old messages resent as the same objects
 // or rebuilt around the same values are neither checked nor measured again; an old message that
 // changed, moved, went missing or became junk is always found.
 import { describe, expect, it } from 'vitest';
 import type { GuardMessage } from '../src/index.ts';
-import { CheckedInputs } from '../src/safety.ts';
+import { CheckedInputs } from '../src/call/history.ts';
 import { canonicalForms, MessageKeys } from '../src/tokens/prompt-measure.ts';
 import { assistant, system, toolStep, user } from './helpers.ts';
 

@@ -20,7 +20,7 @@ import {
   HEAD_MESSAGES,
   REBUILT_SLICE_MESSAGES,
   SLICE_MESSAGES,
-} from '../src/safety.ts';
+} from '../src/call/history.ts';
 import { canonicalForms } from '../src/tokens/prompt-measure.ts';
 import { system, toolStep, user } from './helpers.ts';
 

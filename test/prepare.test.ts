@@ -3,14 +3,15 @@
 // it alone would fit, every branch of the decision to compact, and the tool-pairing progress.
 // A 10k window (threshold 8k) and no real count: a prompt costs chars/4 × 1.5.
 import { describe, expect, it } from 'vitest';
-import type { Call } from '../src/call.ts';
-import { CallResolver } from '../src/call.ts';
+import type { Call } from '../src/call/measure.ts';
+import { CallResolver } from '../src/call/measure.ts';
 import { resolveOptions } from '../src/config.ts';
 import { emptyMemo, type CompactionMemo, type View } from '../src/compaction/memo.ts';
 import { PLACEHOLDER } from '../src/compaction/tool-edits.ts';
 import { summaryMessage } from '../src/compaction/placement.ts';
 import type { GuardMessage } from '../src/index.ts';
-import { needsCompaction, PairingProgress, prepare, type Prepared } from '../src/prepare.ts';
+import { needsCompaction } from '../src/call/decide.ts';
+import { PairingProgress, prepare, type Prepared } from '../src/call/estimate.ts';
 import { emptySessionState, type SessionState } from '../src/state/session.ts';
 import { PromptMeasurer } from '../src/tokens/prompt-measure.ts';
 import { assistant, system, toolStep, user } from './helpers.ts';

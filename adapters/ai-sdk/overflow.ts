@@ -1,2 +1,2 @@
-// The recognition of context-length errors lives in the core (src/overflow.ts), shared by every adapter.
+// The recognition of context-length errors lives in the core (src/call/overflow.ts), shared by every adapter.
 export { isContextLengthError, promptTokensFromError, windowFromError } from '../../src/index.ts';

@@ -3,7 +3,7 @@
 // itself (pipeline.ts) with the summarizer wired in (its deadline, its circuit breaker, its events),
 // and the afterwards: the archive, events, the result, and the memo the next calls re-apply.
 import type { Archive } from '../archive/archive.ts';
-import type { Call } from '../call.ts';
+import type { Call } from '../call/measure.ts';
 import type { ResolvedOptions } from '../config.ts';
 import type { ContextGuardEvent } from '../events.ts';
 import type { GuardMessage } from '../messages.ts';

@@ -124,7 +124,7 @@ export interface SessionState {
   /** Set by guard.compact(): the next beforeModel compacts even under the threshold. */
   compactRequest?: { focus?: string };
   /**
-   * Set by a real count further from its estimate than STALE_VIEW_ERROR (in record.ts), to that
+   * Set by a real count further from its estimate than STALE_VIEW_ERROR (in call/usage.ts), to that
    * count's `usageRecorded`: the next beforeModel, in whichever process it runs, compares the whole
    * history with what its input check took on trust (an old message edited in place shows there
    * first). Cleared by a call that did so after reading this very mark, never by one that read the
@@ -133,7 +133,7 @@ export interface SessionState {
   historyStale?: number;
   /**
    * Set when a `fixed-over-threshold` event reported that the fixed part of every prompt alone is
-   * over the threshold (record.ts): reported once, until a call is under the threshold again.
+   * over the threshold (call/record.ts): reported once, until a call is under the threshold again.
    */
   fixedReported?: boolean;
 }

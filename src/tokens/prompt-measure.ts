@@ -1,7 +1,7 @@
 // Measures a whole prompt at a cost that grows with what was added since the session's previous
 // call, not with the whole history. Hosts resend the entire history on every call: LangChain
 // reuses the message objects, the AI SDK rebuilds them around the same strings. The guard's input
-// check (safety.ts) compares each call's messages with the last ones once, and hands over the
+// check (call/history.ts) compares each call's messages with the last ones once, and hands over the
 // history in canonical form: an array that only grows, holding for each message the object first
 // seen with its content. Measured in that form, the messages measured last time are known
 // unchanged without looking at them again. Any other prompt (one a compaction edited) is matched
@@ -31,7 +31,7 @@ export interface Entry {
 /**
  * A host's messages in canonical form: the first `length` entries of `messages`, an array that only
  * ever grows. Its entries below a length once handed out never change, so a measure of the same
- * array that covered `n` messages still holds for its first `n` (see CheckedInputs in safety.ts).
+ * array that covered `n` messages still holds for its first `n` (see CheckedInputs in call/history.ts).
  */
 export interface CanonicalMessages {
   messages: readonly GuardMessage[];

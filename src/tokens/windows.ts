@@ -50,7 +50,7 @@ const LLAMA_128K = model('llama', 131_072);
 // of input plus output, because the prompt is what the guard has to fit. Providers that serve open
 // weights (Groq, Together, Fireworks, Bedrock, Ollama...) often serve less than the model supports;
 // users set `models` to the served number there, and a provider's rejection that names its limit
-// teaches the guard that number (see overflow.ts).
+// teaches the guard that number (see call/overflow.ts).
 const OVERRIDES_TABLE: Array<readonly [string, ModelInfo]> = [
   // OpenAI, what the catalog does not list or lists as input plus output. Source: the model pages of
   // platform.openai.com/docs/models, and tiktoken's model map (cl100k_base up to GPT-4 Turbo,

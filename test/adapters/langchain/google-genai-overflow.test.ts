@@ -9,7 +9,7 @@ import { ChatGoogleGenerativeAI } from '@langchain/google-genai';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { withContextGuard } from '../../../adapters/langchain/index.ts';
 import { SUMMARY_OPEN } from '../../../src/compaction/placement.ts';
-import { isContextLengthError, promptTokensFromError } from '../../../src/overflow.ts';
+import { isContextLengthError, promptTokensFromError } from '../../../src/call/overflow.ts';
 import { recorder } from '../../helpers.ts';
 
 const GEMINI_HOST = 'generativelanguage.googleapis.com';

@@ -1,26 +1,17 @@
-// What a call leaves behind: the estimate it reports, the request it sends (waiting for its real
-// count) with what it changed in the session, and, after the model call, the real count folded into
-// the calibration. Everything goes through the session repository in one commit per call.
-import type { BeforeModelResult, ModelUsage } from './api.ts';
-import type { Call } from './call.ts';
-import type { CompactionOutcome } from './compaction/compaction.ts';
-import type { ResolvedOptions } from './config.ts';
-import type { ContextGuardEvent, EstimateEvent, UsageIgnoredEvent, UsageRecordedEvent } from './events.ts';
-import type { GuardMessage } from './messages.ts';
-import type { Prepared } from './prepare.ts';
-import type { SessionRepository } from './state/repository.ts';
-import type { PendingRequest, SessionCosts, SessionState } from './state/session.ts';
-import type { CompactionResult } from './compaction/contract.ts';
-import { recordRealCount, resetCalibration } from './tokens/calibration.ts';
-import { judgeUsage, usageShapeProblem } from './usage.ts';
-
-/**
- * A real count this far from the estimate (relative) marks the session's view of its history as
- * possibly stale (SessionState.historyStale): several times the calibrated estimate's usual error
- * (p95 about 1%, see BENCHMARKS.md), so that only a view gone stale, not the calibration's noise,
- * triggers a comparison of the whole history.
- */
-export const STALE_VIEW_ERROR = 0.03;
+// Record: what a call leaves behind, the estimate it reports and the request it sends (waiting for
+// its real count) with what it changed in the session, in one commit through the session repository.
+// The real count that comes back after the model call is usage.ts's.
+import type { BeforeModelResult } from '../api.ts';
+import type { Call } from './measure.ts';
+import type { CompactionOutcome } from '../compaction/compaction.ts';
+import type { ResolvedOptions } from '../config.ts';
+import type { ContextGuardEvent, EstimateEvent } from '../events.ts';
+import type { GuardMessage } from '../messages.ts';
+import type { Prepared } from './estimate.ts';
+import type { SessionRepository } from '../state/repository.ts';
+import type { SessionCosts, SessionState } from '../state/session.ts';
+import type { CompactionResult } from '../compaction/contract.ts';
+import { resetCalibration } from '../tokens/calibration.ts';
 
 /** What the recording needs of the guard. */
 export interface RecordContext {
@@ -185,96 +176,4 @@ async function afterCompact(
   } catch (error) {
     ctx.emit({ type: 'error', sessionId, stage: 'afterCompact', error });
   }
-}
-
-/**
- * afterModel: the real count, judged against the request waiting for it, folded into the
- * calibration (and, when far off its estimate, marking the history as possibly stale). At once (no
- * promise) with the default in-memory store.
- */
-export function recordUsage(
-  ctx: RecordContext,
-  sessionId: string,
-  usage: ModelUsage | null | undefined,
-): undefined | Promise<void> {
-  const shape = usageShapeProblem(usage);
-  if (shape || !usage) return ignoreUsage(ctx, sessionId, usage, shape ?? 'missing');
-  const now = ctx.sessions.loadNow(sessionId);
-  if (now) return usageOn(ctx, sessionId, usage, now);
-  return ctx.sessions.load(sessionId).then((state) => usageOn(ctx, sessionId, usage, state));
-}
-
-/** A real count not recorded, reported (no closure built per call for it). */
-function ignoreUsage(
-  ctx: RecordContext,
-  sessionId: string,
-  usage: ModelUsage | null | undefined,
-  reason: UsageIgnoredEvent['reason'],
-  extra = {},
-): undefined {
-  ctx.emit({ type: 'usage-ignored', sessionId, reason, usage, ...extra });
-  return undefined;
-}
-
-function usageOn(
-  ctx: RecordContext,
-  sessionId: string,
-  usage: ModelUsage,
-  state: SessionState,
-): undefined | Promise<void> {
-  const pending = state.calibration.pending;
-  if (!pending) return ignoreUsage(ctx, sessionId, usage, 'no-request');
-  const verdict = judgeUsage(usage, pending, ctx.options.calibration, state.status?.contextWindow);
-  if (!verdict.ok)
-    return ignoreUsage(
-      ctx,
-      sessionId,
-      usage,
-      verdict.reason,
-      verdict.plausible ? { plausible: verdict.plausible } : {},
-    );
-  if (verdict.outputIgnored) ignoreUsage(ctx, sessionId, usage, 'invalid-output-tokens');
-  const { inputTokens, outputTokens } = verdict;
-  const tokens = inputTokens + (outputTokens ?? 0);
-  let recorded: PendingRequest | undefined;
-  const change = (current: SessionState): SessionState => {
-    // Applied to the freshest state: the request waiting for this count is the stored one.
-    recorded = current.calibration.pending;
-    if (!recorded) return current;
-    const calibration = recordRealCount(
-      current.calibration,
-      recorded,
-      inputTokens,
-      outputTokens,
-      ctx.options.calibration,
-    );
-    // Fields set on the copy, not spread from objects built for the purpose (a slower copy, every call).
-    const next: SessionState = { ...current, usageRecorded: current.usageRecorded + 1, calibration };
-    // Far off: the guard's view of the history may be stale (see SessionState.historyStale). Stored,
-    // so that the next call compares everything whichever process it lands on.
-    if (Math.abs(recorded.estimatedTokens - inputTokens) > STALE_VIEW_ERROR * inputTokens)
-      next.historyStale = next.usageRecorded;
-    const status = current.status;
-    if (status) next.status = { ...status, tokens, source: 'provider', fraction: tokens / status.contextWindow };
-    return next;
-  };
-  const finish = (): undefined => {
-    if (!recorded) return ignoreUsage(ctx, sessionId, usage, 'no-request');
-    // None is built when nobody listens.
-    if (ctx.listens(sessionId)) {
-      const { estimatedTokens } = recorded;
-      const event: UsageRecordedEvent = {
-        type: 'usage-recorded',
-        sessionId,
-        inputTokens,
-        estimatedTokens,
-        relativeError: (estimatedTokens - inputTokens) / inputTokens,
-      };
-      if (outputTokens !== undefined) event.outputTokens = outputTokens;
-      ctx.emit(event);
-    }
-    return undefined;
-  };
-  if (ctx.sessions.commitNow(sessionId, state, change)) return finish();
-  return ctx.sessions.commit(sessionId, state, change).then(finish);
 }

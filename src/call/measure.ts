@@ -2,18 +2,18 @@
 // the model registry, or the fallback, never above a limit the provider named), how its text is
 // counted, and the measures of its messages. Problems with the configuration surface here, once
 // each, as events; the call goes on.
-import { DEFAULTS, MIN_CONTEXT_WINDOW, thresholdFor, type ResolvedOptions } from './config.ts';
-import type { ContextGuardEvent } from './events.ts';
-import type { GuardMessage, ToolDefinition } from './messages.ts';
-import { CHARACTER_MEASURE, encodingFor, textMeasure, type TextMeasure } from './tokens/exact.ts';
-import { mediaProviderForModel } from './tokens/media.ts';
+import { DEFAULTS, MIN_CONTEXT_WINDOW, thresholdFor, type ResolvedOptions } from '../config.ts';
+import type { ContextGuardEvent } from '../events.ts';
+import type { GuardMessage, ToolDefinition } from '../messages.ts';
+import { CHARACTER_MEASURE, encodingFor, textMeasure, type TextMeasure } from '../tokens/exact.ts';
+import { mediaProviderForModel } from '../tokens/media.ts';
 import {
   canonicalForms,
   type CanonicalMessages,
   type MeasuredPrompt,
   type PromptMeasurer,
-} from './tokens/prompt-measure.ts';
-import { matchingOverride, resolveModelInfo } from './tokens/windows.ts';
+} from '../tokens/prompt-measure.ts';
+import { matchingOverride, resolveModelInfo } from '../tokens/windows.ts';
 
 /** One beforeModel call: its messages, its window, and how its prompts are measured. */
 export interface Call {
@@ -272,7 +272,7 @@ class MeasuredCall implements Call {
     this.measurer = measurer;
     this.provider = provider;
     this.text = text;
-    // Set by the input check for this very array (safety.ts); the length guards against a host
+    // Set by the input check for this very array (history.ts); the length guards against a host
     // that changed the array in place since.
     const form = canonicalForms.get(hostMessages);
     const canonical = form?.length === hostMessages.length ? form : undefined;

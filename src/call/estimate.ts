@@ -1,16 +1,16 @@
-// Measure and decide. The session's memo is re-applied to the host's messages (the summary and the
-// edits of earlier compactions), tool pairing is repaired, the prompt is estimated with the
-// session's calibration, and the call decides whether to compact. Pure but for the measurer's
-// incremental caches: no store, no events.
-import type { Call } from './call.ts';
-import type { ResolvedCalibration } from './config.ts';
-import { renderView, replaceMedia, requestEditsDropped, type CompactionMemo, type View } from './compaction/memo.ts';
-import { hasCompactable, requestIndex } from './compaction/request.ts';
-import { lastUnitStart, repairToolPairing } from './compaction/structure.ts';
-import { RecentMap } from './state/recent.ts';
-import type { SessionState } from './state/session.ts';
-import { compactionCalibration, estimate, oneOffJump, priceAfterReset, type Estimate } from './tokens/calibration.ts';
-import { extendsPrompt, type MeasuredPrompt } from './tokens/prompt-measure.ts';
+// Estimate. The session's memo is re-applied to the host's messages (the summary and the edits of
+// earlier compactions), tool pairing is repaired, and the prompt is estimated with the session's
+// calibration (decide.ts then decides whether to compact). Pure but for the measurer's incremental
+// caches: no store, no events.
+import type { Call } from './measure.ts';
+import type { ResolvedCalibration } from '../config.ts';
+import { renderView, replaceMedia, requestEditsDropped, type CompactionMemo, type View } from '../compaction/memo.ts';
+import { requestIndex } from '../compaction/request.ts';
+import { lastUnitStart, repairToolPairing } from '../compaction/structure.ts';
+import { RecentMap } from '../state/recent.ts';
+import type { SessionState } from '../state/session.ts';
+import { compactionCalibration, estimate, oneOffJump, priceAfterReset, type Estimate } from '../tokens/calibration.ts';
+import { extendsPrompt, type MeasuredPrompt } from '../tokens/prompt-measure.ts';
 
 /** Everything a call works out from the session's state before deciding to compact. */
 export interface Prepared {
@@ -205,18 +205,6 @@ export function limitOf(call: Call, p: Prepared): number {
 }
 
 /**
- * The call a compaction runs with. When the fixed part alone is over the threshold, its threshold is
- * half way from the fixed part to the limit: a compaction that stopped just under the limit would
- * leave no room, and the next call would compact again.
- */
-export function compactionCall(call: Call, p: Prepared): Call {
-  if (!p.fixed) return call;
-  const threshold = Math.floor(p.fixed.tokens + Math.max(0, p.fixed.limit - p.fixed.tokens) / 2);
-  // The call's own measures and caches, seen through an object that answers another threshold.
-  return Object.create(call, { threshold: { value: Math.max(call.threshold, threshold) } }) as Call;
-}
-
-/**
  * Whether the system messages, tools and the latest request (its text whole; its media too, or
  * named instead) fit: priced as a compaction of `p` would price its smallest prompt.
  */
@@ -237,20 +225,4 @@ function requestFitsAlone(
   );
   const planned = compactionCalibration(state.calibration, c, p.est.tokens, p.measured.chars, p.measured.mediaTokens);
   return priceAfterReset(planned, c)(alone.chars, alone.mediaTokens) <= call.threshold;
-}
-
-/**
- * Whether this call compacts: on request (the compact tool, an overflow retry), to send a request
- * whole that an earlier compaction had to cut, or over the threshold. Not when the last compaction
- * already sent the smallest prompt (an overflow, reported once) and nothing was added since that
- * another could remove; but never past the window itself (a real count may since have shown the
- * prompt costs more), and never over the threshold with a request that was cut anyway.
- */
-export function needsCompaction(call: Call, state: SessionState, p: Prepared): boolean {
-  if (call.contextWindow === undefined) return false;
-  if (state.compactRequest !== undefined || p.requestEdited === true) return true;
-  if (p.est.tokens <= limitOf(call, p)) return false;
-  if (p.memo?.overflowed !== true || p.est.tokens > call.contextWindow) return true;
-  const request = requestIndex(call.hostMessages, p.memo.own);
-  return p.memo.requestClip?.index === request || hasCompactable(p.view, request);
 }
