@@ -5,8 +5,8 @@
 // changed, moved, went missing or became junk is always found.
 import { describe, expect, it } from 'vitest';
 import type { GuardMessage } from '../src/index.ts';
-import { CheckedInputs } from '../src/call/history.ts';
-import { canonicalForms, MessageKeys } from '../src/tokens/prompt-measure.ts';
+import { CheckedInputs, type CheckedInput } from '../src/call/history.ts';
+import { MessageKeys } from '../src/tokens/prompt-measure.ts';
 import { assistant, system, toolStep, user } from './helpers.ts';
 
 function history(steps: number): GuardMessage[] {
@@ -35,8 +35,9 @@ function watched<T extends object>(value: T, reads: { n: number }): T {
   });
 }
 
-const formOf = (input: readonly unknown[]) => {
-  const form = canonicalForms.get(input);
+/** The canonical form a check handed over for its input (to the measure of that very array). */
+const formOf = (checked: CheckedInput) => {
+  const form = checked.canonical;
   if (!form) throw new Error('no canonical form');
   return form;
 };
@@ -59,13 +60,13 @@ describe('CheckedInputs', () => {
     const c = new CheckedInputs(10);
     const reads = { n: 0 };
     const old = history(20).map((m) => watched(m, reads));
-    c.check('s', old);
-    const first = formOf(old);
+    const first = formOf(c.check('s', old));
     reads.n = 0;
     const next = [...old, user('next')];
-    expect(c.check('s', next).dropped).toEqual([]);
+    const checked = c.check('s', next);
+    expect(checked.dropped).toEqual([]);
     expect(reads.n).toBeLessThan(5); // the new message only
-    const second = formOf(next);
+    const second = formOf(checked);
     expect(second.messages).toBe(first.messages);
     expect(second.length).toBe(next.length);
     expect(second.messages.slice(0, second.length)).toEqual(next);
@@ -87,9 +88,10 @@ describe('CheckedInputs', () => {
     c.check('s', messages);
     reads.n = 0;
     const copies = [...rebuild(messages), user('next')];
-    expect(c.check('s', copies).dropped).toEqual([]);
+    const checked = c.check('s', copies);
+    expect(checked.dropped).toEqual([]);
     expect(reads.n).toBe(0);
-    const form = formOf(copies);
+    const form = formOf(checked);
     expect(form.messages.slice(0, messages.length)).toEqual(messages);
     for (let i = 0; i < messages.length; i++) expect(form.messages[i]).toBe(messages[i]);
     expect(form.messages[messages.length]).toBe(copies[messages.length]);
@@ -129,14 +131,14 @@ describe('CheckedInputs', () => {
         const c = new CheckedInputs(10);
         const messages = history(10);
         const first = host === 'rebuilt' ? rebuild(messages) : messages;
-        c.check('s', first);
-        const before = formOf(first);
+        const before = formOf(c.check('s', first));
         const snapshot = before.messages.slice(0, before.length);
         // Edits copy the message they change: a host resending its objects sends the others as they are.
         const same = (m: GuardMessage) => messages.find((o) => JSON.stringify(o) === JSON.stringify(m)) ?? m;
         const changed = host === 'same objects' ? edit(messages).map(same) : edit(messages);
-        expect(c.check('s', changed).dropped).toEqual([]);
-        const after = formOf(changed);
+        const checked = c.check('s', changed);
+        expect(checked.dropped).toEqual([]);
+        const after = formOf(checked);
         const differs = changed.findIndex((m, i) => JSON.stringify(m) !== JSON.stringify(messages[i]));
         expect(differs).toBeGreaterThan(0);
         // The canonical form holds the new content from the first change on, in a new array.
@@ -156,13 +158,14 @@ describe('CheckedInputs', () => {
         input[4] = junk;
         const checked = c.check('s', input);
         expect(checked.dropped).toEqual([4]);
-        expect(canonicalForms.get(input)).toBeUndefined();
+        expect(checked.canonical).toBeUndefined();
         expect(checked.messages).toEqual(messages.filter((_, i) => i !== 4));
       }
       // The next call checks every entry again.
       const again = host === 'rebuilt' ? rebuild(messages) : messages;
-      expect(c.check('s', again).dropped).toEqual([]);
-      expect(formOf(again).messages.slice(0, messages.length)).toEqual(messages);
+      const checked = c.check('s', again);
+      expect(checked.dropped).toEqual([]);
+      expect(formOf(checked).messages.slice(0, messages.length)).toEqual(messages);
     });
   }
 
@@ -181,8 +184,7 @@ describe('CheckedInputs', () => {
     const messages = history(5);
     c.check('s', messages);
     messages[3] = assistant('edited in place');
-    c.check('s', messages);
-    expect(formOf(messages).messages[3]).toBe(messages[3]);
+    expect(formOf(c.check('s', messages)).messages[3]).toBe(messages[3]);
     messages[4] = null as unknown as GuardMessage;
     expect(c.check('s', messages).dropped).toEqual([4]);
   });

@@ -17,11 +17,11 @@ import {
 import {
   BOUNDARY_MESSAGES,
   CheckedInputs,
+  type CheckedInput,
   HEAD_MESSAGES,
   REBUILT_SLICE_MESSAGES,
   SLICE_MESSAGES,
 } from '../src/call/history.ts';
-import { canonicalForms } from '../src/tokens/prompt-measure.ts';
 import { system, toolStep, user } from './helpers.ts';
 
 type Host = 'same objects' | 'rebuilt objects';
@@ -309,7 +309,8 @@ describe("historyCheck: 'full'", () => {
 });
 
 describe('CheckedInputs, amortized', () => {
-  const formAt = (input: readonly unknown[], i: number) => canonicalForms.get(input)?.messages[i];
+  /** Message `i` of the canonical form a check handed over for its input. */
+  const formAt = (checked: CheckedInput, i: number) => checked.canonical?.messages[i];
 
   it('finds any edit of an old message within ceil(N / slice) + 1 calls, for any place and host', () => {
     fc.assert(
@@ -334,8 +335,7 @@ describe('CheckedInputs, amortized', () => {
           for (let call = 1; call <= limit; call++) {
             messages = [...messages, ...history(perCall, 10_000 + call * 4)];
             const sent = send(host, messages);
-            c.check('s', sent);
-            if (formAt(sent, index) === sent[index]) return true;
+            if (formAt(c.check('s', sent), index) === sent[index]) return true;
           }
           return false;
         },
@@ -361,8 +361,7 @@ describe('CheckedInputs, amortized', () => {
       for (let call = 1; call <= limit + 40 && found < 0; call++) {
         messages = [...messages, ...history(40, 10_000 + call * 40)];
         const sent = send(host, messages);
-        c.check('s', sent);
-        if (formAt(sent, index) === sent[index]) found = call;
+        if (formAt(c.check('s', sent), index) === sent[index]) found = call;
       }
       expect(found).toBeGreaterThan(0);
       expect(found).toBeLessThanOrEqual(limit);

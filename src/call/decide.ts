@@ -1,5 +1,6 @@
-// Decide: whether this call compacts, and the call a compaction runs with. Pure: no store, no events.
-import { hasCompactable, requestIndex } from '../compaction/request.ts';
+// Decide: whether this call compacts, the call a compaction runs with, and whether a state loaded
+// again asks for a new decision. Pure: no store, no events.
+import { hasCompactable } from '../compaction/request.ts';
 import type { SessionState } from '../state/session.ts';
 import { limitOf, type Prepared } from './estimate.ts';
 import type { Call } from './measure.ts';
@@ -11,13 +12,13 @@ import type { Call } from './measure.ts';
  * another could remove; but never past the window itself (a real count may since have shown the
  * prompt costs more), and never over the threshold with a request that was cut anyway.
  */
-export function needsCompaction(call: Call, state: SessionState, p: Prepared): boolean {
+export function needsCompaction(call: Call, state: SessionState, prepared: Prepared): boolean {
   if (call.contextWindow === undefined) return false;
-  if (state.compactRequest !== undefined || p.requestEdited === true) return true;
-  if (p.est.tokens <= limitOf(call, p)) return false;
-  if (p.memo?.overflowed !== true || p.est.tokens > call.contextWindow) return true;
-  const request = requestIndex(call.hostMessages, p.memo.own);
-  return p.memo.requestClip?.index === request || hasCompactable(p.view, request);
+  if (state.compactRequest !== undefined || prepared.requestEdited === true) return true;
+  const { est, memo, request } = prepared;
+  if (est.tokens <= limitOf(call, prepared)) return false;
+  if (memo?.overflowed !== true || est.tokens > call.contextWindow) return true;
+  return memo.requestClip?.index === request || hasCompactable(prepared.view, request);
 }
 
 /**
@@ -25,9 +26,26 @@ export function needsCompaction(call: Call, state: SessionState, p: Prepared): b
  * half way from the fixed part to the limit: a compaction that stopped just under the limit would
  * leave no room, and the next call would compact again.
  */
-export function compactionCall(call: Call, p: Prepared): Call {
-  if (!p.fixed) return call;
-  const threshold = Math.floor(p.fixed.tokens + Math.max(0, p.fixed.limit - p.fixed.tokens) / 2);
+export function compactionCall(call: Call, prepared: Prepared): Call {
+  const { fixed } = prepared;
+  if (!fixed) return call;
+  const threshold = Math.floor(fixed.tokens + Math.max(0, fixed.limit - fixed.tokens) / 2);
   // The call's own measures and caches, seen through an object that answers another threshold.
   return Object.create(call, { threshold: { value: Math.max(call.threshold, threshold) } }) as Call;
+}
+
+/**
+ * Whether a state loaded again differs from the one an estimate was made on in anything the
+ * estimate, the decision or the compaction read. Every write of the memo or the calibration counts
+ * a call or a real count; a compaction request counts neither, and a reset starts the session anew.
+ */
+export function stateMovedOn(before: SessionState, after: SessionState): boolean {
+  if (before === after) return false;
+  return (
+    before.calls !== after.calls ||
+    before.usageRecorded !== after.usageRecorded ||
+    before.startedAt !== after.startedAt ||
+    before.compactRequest?.focus !== after.compactRequest?.focus ||
+    (before.compactRequest === undefined) !== (after.compactRequest === undefined)
+  );
 }

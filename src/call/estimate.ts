@@ -1,7 +1,7 @@
 // Estimate. The session's memo is re-applied to the host's messages (the summary and the edits of
 // earlier compactions), tool pairing is repaired, and the prompt is estimated with the session's
 // calibration (decide.ts then decides whether to compact). Pure but for the measurer's incremental
-// caches: no store, no events.
+// caches and the pairing progress: no store, no events.
 import type { Call } from './measure.ts';
 import type { ResolvedCalibration } from '../config.ts';
 import { renderView, replaceMedia, requestEditsDropped, type CompactionMemo, type View } from '../compaction/memo.ts';
@@ -26,8 +26,10 @@ export interface Prepared {
   memoChanged?: boolean;
   /** The latest request is sent cut or without its media although, with only the fixed part, it would fit whole. */
   requestEdited?: boolean;
-  /** Set when the fixed part of every prompt alone is over the threshold (see fixedOverThreshold). */
+  /** Set when the fixed part of every prompt alone is over the threshold (see withFixedPart). */
   fixed?: FixedPart;
+  /** Index of the latest request in the host's messages; -1 without a memo (no edit of it to weigh). */
+  request: number;
 }
 
 /** The fixed part of every prompt, when it alone is over the threshold, and the limit held instead. */
@@ -70,14 +72,8 @@ export class PairingProgress {
 /** What renderView is given for the hashes of a view without a memo (it reads none). */
 const NO_HASHES = (): number => 0;
 
-/** The prompt `memo` makes of the host's messages, repaired and estimated. */
-function prepareWith(
-  call: Call,
-  state: SessionState,
-  stored: CompactionMemo | undefined,
-  c: ResolvedCalibration,
-  pairing: PairingProgress,
-): Prepared {
+/** The view `memo` makes of the host's messages, with the summary dropped when it no longer applies. */
+function viewOf(call: Call, stored: CompactionMemo | undefined): Pick<Prepared, 'memo' | 'summaryApplies' | 'view'> {
   let memo = stored;
   let summaryApplies = false;
   if (memo?.summary) {
@@ -92,12 +88,27 @@ function prepareWith(
   // The host's own array when nothing applies: what the guard sends unchanged is not copied.
   // The hashes are read only to apply a memo's clips: no function is bound for them without a memo.
   const hashOf = memo ? call.hashOf : NO_HASHES;
-  const view = renderView(call.hostMessages, memo, { summaryApplies, hashOf, repair: false, copy: false });
-  // Untouched (no summary or edit applies): the host's messages, measured from their canonical
-  // form, at the cost of what was added since the last call. Otherwise the same view, rendered from
-  // the canonical form when the host rebuilt its messages: those the memo leaves alone are then the
-  // objects measured last time, not copies to compare again.
-  let measured = view.untouched
+  return {
+    memo,
+    summaryApplies,
+    view: renderView(call.hostMessages, memo, { summaryApplies, hashOf, repair: false, copy: false }),
+  };
+}
+
+/**
+ * The view measured. Untouched (no summary or edit applies): the host's messages, measured from
+ * their canonical form, at the cost of what was added since the last call. Otherwise the same view,
+ * rendered from the canonical form when the host rebuilt its messages: those the memo leaves alone
+ * are then the objects measured last time, not copies to compare again. Tool pairing is repaired
+ * from where it was last found valid (and the repaired view measured).
+ */
+function measuredView(
+  call: Call,
+  { memo, summaryApplies, view }: Pick<Prepared, 'memo' | 'summaryApplies' | 'view'>,
+  pairing: PairingProgress,
+): MeasuredPrompt {
+  const hashOf = memo ? call.hashOf : NO_HASHES;
+  const measured = view.untouched
     ? call.measureHostPrompt()
     : call.measure(
         call.canonicalInput
@@ -106,25 +117,43 @@ function prepareWith(
       );
   const from = Math.min(pairing.take(call.sessionId), measured.unchanged);
   const repaired = repairToolPairing(view.messages, { from, copy: false });
-  if (repaired.unansweredCalls + repaired.orphanResults > 0) {
-    view.messages = repaired.messages;
-    view.untouched = false;
-    view.unansweredCalls = repaired.unansweredCalls;
-    view.orphanResults = repaired.orphanResults;
-    measured = call.measure(view.messages);
-  } else {
+  if (repaired.unansweredCalls + repaired.orphanResults === 0) {
     pairing.set(call.sessionId, lastUnitStart(view.messages));
+    return measured;
   }
+  view.messages = repaired.messages;
+  view.untouched = false;
+  view.unansweredCalls = repaired.unansweredCalls;
+  view.orphanResults = repaired.orphanResults;
+  return call.measure(view.messages);
+}
+
+/** The prompt `stored` makes of the host's messages, repaired and estimated. */
+function prepareWith(
+  call: Call,
+  state: SessionState,
+  stored: CompactionMemo | undefined,
+  options: ResolvedCalibration,
+  pairing: PairingProgress,
+  request: number,
+): Prepared {
+  const rendered = viewOf(call, stored);
+  const measured = measuredView(call, rendered, pairing);
   const anchor = state.calibration.anchor;
   const extendsAnchor = anchor !== undefined && extendsPrompt(measured, anchor.prompt);
   const response = extendsAnchor ? measured.entries[anchor.prompt.messages] : undefined;
-  const est = estimate(
+  const responseChars = response?.message.role === 'assistant' ? response.chars : undefined;
+  const est = estimate(measured, state.calibration, options, extendsAnchor ? { responseChars } : undefined);
+  const { memo, summaryApplies, view } = rendered;
+  return {
+    memo,
+    summaryApplies,
+    view,
     measured,
-    state.calibration,
-    c,
-    extendsAnchor ? { responseChars: response?.message.role === 'assistant' ? response.chars : undefined } : undefined,
-  );
-  return { memo, summaryApplies, view, measured, extendsAnchor, est: jumpFloored(call, state, extendsAnchor, est) };
+    extendsAnchor,
+    est: jumpFloored(call, state, extendsAnchor, est),
+    request,
+  };
 }
 
 /**
@@ -147,75 +176,102 @@ function jumpFloored(call: Call, state: SessionState, extendsAnchor: boolean, es
  * all of them or the cut alone, decided on the estimate the next calls will make of it too (or a
  * replay would compact again).
  */
-export function prepare(call: Call, state: SessionState, c: ResolvedCalibration, pairing: PairingProgress): Prepared {
-  const p = withFixedPart(call, state, c, prepareWith(call, state, state.memo, c, pairing));
-  const request = p.memo ? requestIndex(call.hostMessages, p.memo.own) : -1;
-  if (!p.memo || request < 0) return p;
-  let best = p;
+export function prepare(
+  call: Call,
+  state: SessionState,
+  options: ResolvedCalibration,
+  pairing: PairingProgress,
+): Prepared {
+  const stored = state.memo;
+  // Every memo tried below keeps the stored one's own messages: the same request for all of them.
+  const request = stored ? requestIndex(call.hostMessages, stored.own, call.canonical) : -1;
+  const prepared = withFixedPart(call, state, options, prepareWith(call, state, stored, options, pairing, request));
+  if (!prepared.memo || request < 0) return prepared;
+  let best = prepared;
   for (const keepMedia of [false, true]) {
-    const relaxed = requestEditsDropped(p.memo, request, keepMedia);
+    const relaxed = requestEditsDropped(prepared.memo, request, keepMedia);
     if (!relaxed) continue;
-    const whole = withFixedPart(call, state, c, prepareWith(call, state, relaxed, c, pairing));
+    const whole = withFixedPart(call, state, options, prepareWith(call, state, relaxed, options, pairing, request));
     if (whole.est.tokens > limitOf(call, whole)) continue;
     best = { ...whole, memoChanged: true };
     break;
   }
-  // Still edited although the request alone would fit: a compaction can make room for it (the
-  // steps before the last resort never touch the request). Once per new information: a compaction
-  // that kept the edits decided on this very history and calibration.
-  const decided = best.memo?.requestDecided;
+  return requestEditedCheck(call, state, options, best);
+}
+
+/**
+ * `prepared`, marked when its memo still edits the latest request although the request alone
+ * would fit: a compaction can make room for it (the steps before the last resort never touch the
+ * request). Once per new information: a compaction that kept the edits decided on this very
+ * history and calibration.
+ */
+function requestEditedCheck(
+  call: Call,
+  state: SessionState,
+  options: ResolvedCalibration,
+  prepared: Prepared,
+): Prepared {
+  const { memo, request } = prepared;
+  const decided = memo?.requestDecided;
   const unchanged =
     decided?.request === request &&
     decided.messages === call.hostMessages.length &&
     decided.usage === state.usageRecorded;
-  if (!best.memo || unchanged) return best;
+  if (!memo || unchanged) return prepared;
   // The text cut although it fits without its media; media left out although they fit too.
-  const cut = best.memo.requestClip?.index === request;
-  const media = !cut && requestEditsDropped(best.memo, request) !== undefined;
-  const fits = (withMedia: boolean) => requestFitsAlone(call, state, request, best, c, withMedia);
-  return (cut && fits(false)) || (media && fits(true)) ? { ...best, requestEdited: true } : best;
+  const cut = memo.requestClip?.index === request;
+  const media = !cut && requestEditsDropped(memo, request) !== undefined;
+  const fits = cut
+    ? requestFitsAlone(call, state, options, prepared, { withMedia: false })
+    : media && requestFitsAlone(call, state, options, prepared, { withMedia: true });
+  return fits ? { ...prepared, requestEdited: true } : prepared;
 }
 
 /**
- * `p` with its fixed part when the prompt is over the threshold and the fixed part of every prompt
- * (system messages, tools, and the invisible share real counts revealed: a system prompt the host
- * keeps elsewhere) is over it too, priced as a compaction would price it. No compaction can then
- * bring the prompt under the threshold: compacting on every call would only cut away, call after
- * call, what the model just asked for. The prompt is held under a limit half way from the fixed
- * part to the window instead (room for the conversation and the answer alike).
+ * `prepared` with its fixed part when the prompt is over the threshold and the fixed part of every
+ * prompt (system messages, tools, and the invisible share real counts revealed: a system prompt the
+ * host keeps elsewhere) is over it too, priced as a compaction would price it. No compaction can
+ * then bring the prompt under the threshold: compacting on every call would only cut away, call
+ * after call, what the model just asked for. The prompt is held under a limit half way from the
+ * fixed part to the window instead (room for the conversation and the answer alike).
  */
-function withFixedPart(call: Call, state: SessionState, c: ResolvedCalibration, p: Prepared): Prepared {
+function withFixedPart(call: Call, state: SessionState, options: ResolvedCalibration, prepared: Prepared): Prepared {
   const window = call.contextWindow;
-  if (window === undefined || p.est.tokens <= call.threshold) return p;
-  const fixed = call.measureApart(call.hostMessages.filter((m) => m.role === 'system'));
-  const planned = compactionCalibration(state.calibration, c, p.est.tokens, p.measured.chars, p.measured.mediaTokens);
-  const price = priceAfterReset(planned, c);
-  const tokens = Math.ceil(price(fixed.chars, fixed.mediaTokens));
+  if (window === undefined || prepared.est.tokens <= call.threshold) return prepared;
+  const system = call.measureSystem();
+  const price = priceAfterReset(plannedCalibration(state, options, prepared), options);
+  const tokens = Math.ceil(price(system.chars, system.mediaTokens));
   // At or over the window, nothing fits: the compaction's last resort and its overflow event.
-  if (tokens <= call.threshold || tokens >= window) return p;
+  if (tokens <= call.threshold || tokens >= window) return prepared;
   const hidden = Math.max(0, Math.round(price(0, 0)));
   const limit = Math.max(call.threshold, Math.floor(window - Math.max(0, window - tokens) / 2));
-  p.fixed = { tokens, hidden, limit };
-  return p;
+  prepared.fixed = { tokens, hidden, limit };
+  return prepared;
+}
+
+/** The calibration a compaction of `prepared` would plan with (see compactionCalibration). */
+function plannedCalibration(state: SessionState, options: ResolvedCalibration, prepared: Prepared) {
+  const { est, measured } = prepared;
+  return compactionCalibration(state.calibration, options, est.tokens, measured.chars, measured.mediaTokens);
 }
 
 /** What the prompt is held under: the threshold, or the limit when the fixed part alone is over it. */
-export function limitOf(call: Call, p: Prepared): number {
-  return p.fixed?.limit ?? call.threshold;
+export function limitOf(call: Call, prepared: Prepared): number {
+  return prepared.fixed?.limit ?? call.threshold;
 }
 
 /**
  * Whether the system messages, tools and the latest request (its text whole; its media too, or
- * named instead) fit: priced as a compaction of `p` would price its smallest prompt.
+ * named instead) fit: priced as a compaction of `prepared` would price its smallest prompt.
  */
 function requestFitsAlone(
   call: Call,
   state: SessionState,
-  request: number,
-  p: Prepared,
-  c: ResolvedCalibration,
-  withMedia: boolean,
+  options: ResolvedCalibration,
+  prepared: Prepared,
+  { withMedia }: { withMedia: boolean },
 ): boolean {
+  const { request } = prepared;
   const alone = call.measureApart(
     call.hostMessages.flatMap((m, i) => {
       if (m.role === 'system') return [m];
@@ -223,6 +279,8 @@ function requestFitsAlone(
       return [withMedia ? m : replaceMedia(m, () => true)];
     }),
   );
-  const planned = compactionCalibration(state.calibration, c, p.est.tokens, p.measured.chars, p.measured.mediaTokens);
-  return priceAfterReset(planned, c)(alone.chars, alone.mediaTokens) <= call.threshold;
+  return (
+    priceAfterReset(plannedCalibration(state, options, prepared), options)(alone.chars, alone.mediaTokens) <=
+    call.threshold
+  );
 }

@@ -70,12 +70,12 @@ function clippedRequest(request: UserMessage, maxChars: number): UserMessage {
     typeof request.content === 'string'
       ? request.content
       : request.content
-          .map((p) =>
-            p?.type === 'text'
-              ? p.text
-              : p?.type === 'image'
-                ? mediaLabel('image', { data: p.image, mediaType: p.mediaType })
-                : mediaLabel('file', p),
+          .map((part) =>
+            part?.type === 'text'
+              ? part.text
+              : part?.type === 'image'
+                ? mediaLabel('image', { data: part.image, mediaType: part.mediaType })
+                : mediaLabel('file', part),
           )
           .join('\n');
   return { role: 'user', content: text.length > maxChars ? clipMiddle(text, Math.floor(maxChars)) : text };

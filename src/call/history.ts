@@ -3,7 +3,7 @@
 // history; what is found the same is not checked or measured again.
 import type { GuardMessage } from '../messages.ts';
 import { RecentMap } from '../state/recent.ts';
-import { canonicalForms, MessageKeys } from '../tokens/prompt-measure.ts';
+import { MessageKeys, type CanonicalMessages } from '../tokens/prompt-measure.ts';
 import { validMessages, type ValidatedMessages } from './check.ts';
 
 /**
@@ -70,10 +70,25 @@ interface CheckedHistory {
   verified: boolean;
 }
 
+/** How far an input is the same as the session's last one. */
+interface Comparison {
+  /** Leading entries found (or, in amortized mode, taken) the same. */
+  same: number;
+  /** Some of them were matched by content: the host rebuilds its messages. */
+  rebuilt: boolean;
+  /** Every one of them was compared (none taken on trust). */
+  verified: boolean;
+}
+
 /** What the input check found: the messages, and how far they were compared. */
 export interface CheckedInput extends ValidatedMessages {
   /** Leading entries found the same as the last call's; the input's length when nothing changed. */
   unchanged: number;
+  /**
+   * The input in canonical form, for the measure of this very array: set when every entry was a
+   * message and the input is remembered (see CheckedInputs).
+   */
+  canonical?: CanonicalMessages;
 }
 
 /**
@@ -95,8 +110,9 @@ export interface CheckedInput extends ValidatedMessages {
  *
  * The canonical array only grows (an edit or a removal starts a new one from a copy of the
  * unchanged part), so its first `n` entries never change once handed out, whatever later calls
- * add. It is handed to the call that measures this input (canonicalForms, read by measure.ts): the
- * measures of earlier calls hold for the entries they covered, and those are not looked at again.
+ * add. It is handed to the call that measures this input (CheckedInput.canonical, passed to
+ * measure.ts): the measures of earlier calls hold for the entries they covered, and those are not
+ * looked at again.
  */
 export class CheckedInputs {
   private readonly last: RecentMap<string, CheckedHistory>;
@@ -107,63 +123,85 @@ export class CheckedInputs {
     this.amortized = historyCheck === 'amortized';
   }
 
-  check(sessionId: string, input: readonly unknown[], full = false): CheckedInput {
+  /** Checks `input` against the session's last one; `compareAll`: none of it taken on trust (see verify). */
+  check(sessionId: string, input: readonly unknown[], options?: { compareAll: boolean }): CheckedInput {
     const history = this.last.get(sessionId);
-    const n = input.length;
-    let same = 0;
-    let rebuilt = false;
-    let verified = true;
-    if (history) {
-      const { canon, keys } = history;
-      const known = canon.length;
-      if (this.amortized && !full && n >= known && known > HEAD_MESSAGES + BOUNDARY_MESSAGES + SLICE_MESSAGES) {
-        const sampled = sample(history, input);
-        if (sampled !== undefined) {
-          same = known;
-          rebuilt = sampled;
-          verified = false;
-        }
-      }
-      if (verified) {
-        // Everything compared: by identity up to the first object that differs, then by content.
-        const limit = Math.min(n, known);
-        while (same < limit && input[same] === canon[same]) same++;
-        const identical = same;
-        if (same < limit) same = sameUpTo(keys, canon, input, same, limit);
-        rebuilt = same > identical;
-      }
-    }
+    const compared = this.compare(history, input, options);
+    const { same } = compared;
     const checked = validMessages(input, same, history?.canon);
-    if (checked.dropped.length > 0) {
-      // Nothing of this input is remembered: the next call checks every entry again.
+    // Nothing of an input with entries left out is remembered: the next call checks every entry again.
+    const canonical = checked.dropped.length > 0 ? undefined : this.remember(sessionId, history, input, compared);
+    if (!canonical) {
       this.last.delete(sessionId);
-      canonicalForms.delete(input);
       return { ...checked, unchanged: same };
     }
+    return {
+      messages: checked.messages,
+      dropped: checked.dropped,
+      reasons: checked.reasons,
+      unchanged: same,
+      canonical,
+    };
+  }
+
+  /**
+   * How far `input` is the same as the session's last input: the sampled messages alone for a long
+   * history in amortized mode (the rest taken on trust), else everything, by identity up to the
+   * first object that differs, then by content.
+   */
+  private compare(
+    history: CheckedHistory | undefined,
+    input: readonly unknown[],
+    options: { compareAll: boolean } | undefined,
+  ): Comparison {
+    if (!history) return { same: 0, rebuilt: false, verified: true };
+    const { canon, keys } = history;
+    const known = canon.length;
+    const n = input.length;
+    const sampling = this.amortized && options?.compareAll !== true && n >= known;
+    if (sampling && known > HEAD_MESSAGES + BOUNDARY_MESSAGES + SLICE_MESSAGES) {
+      const sampled = sample(history, input);
+      if (sampled !== undefined) return { same: known, rebuilt: sampled, verified: false };
+    }
+    const limit = Math.min(n, known);
+    let same = 0;
+    while (same < limit && input[same] === canon[same]) same++;
+    const identical = same;
+    if (same < limit) same = sameUpTo(keys, canon, input, same, limit);
+    return { same, rebuilt: same > identical, verified: true };
+  }
+
+  /**
+   * Remembers `input` (all of its entries messages) in canonical form, and answers that form;
+   * undefined when a field cannot be read twice (a hostile getter): nothing is then remembered, the
+   * next call checks everything again, and this one measures the input as it is.
+   */
+  private remember(
+    sessionId: string,
+    history: CheckedHistory | undefined,
+    input: readonly unknown[],
+    { same, rebuilt, verified }: Comparison,
+  ): CanonicalMessages | undefined {
     const canon = history?.canon;
     // Grown in place when only new entries follow the known ones; otherwise a new array.
     const next = canon && same === canon.length ? canon : (canon?.slice(0, same) ?? []);
     const keys = history?.keys ?? new MessageKeys();
     keys.truncate(same);
+    const n = input.length;
     try {
       for (let i = same; i < n; i++) {
         next.push(input[i] as GuardMessage);
         keys.push(input[i] as GuardMessage);
       }
     } catch {
-      // A field that cannot be read twice (a hostile getter): nothing is remembered, the next call
-      // checks everything again, and this one measures the input as it is.
-      this.last.delete(sessionId);
-      canonicalForms.delete(input);
-      return { ...checked, unchanged: same };
+      return undefined;
     }
     const kept: CheckedHistory = history ?? { canon: next, keys, cursor: 0, rebuilt, verified };
     kept.canon = next;
     kept.rebuilt = rebuilt;
     kept.verified = verified;
     this.last.set(sessionId, kept);
-    canonicalForms.set(input, { messages: next, length: n, rebuilt });
-    return { messages: checked.messages, dropped: checked.dropped, reasons: checked.reasons, unchanged: same };
+    return { messages: next, length: n, rebuilt };
   }
 
   /**
@@ -174,7 +212,7 @@ export class CheckedInputs {
   verify(sessionId: string, input: readonly unknown[]): CheckedInput | undefined {
     const history = this.last.get(sessionId);
     if (!history || history.verified || history.canon.length !== input.length) return undefined;
-    const checked = this.check(sessionId, input, true);
+    const checked = this.check(sessionId, input, { compareAll: true });
     return checked.unchanged === input.length && checked.dropped.length === 0 ? undefined : checked;
   }
 

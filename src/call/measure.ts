@@ -7,12 +7,7 @@ import type { ContextGuardEvent } from '../events.ts';
 import type { GuardMessage, ToolDefinition } from '../messages.ts';
 import { CHARACTER_MEASURE, encodingFor, textMeasure, type TextMeasure } from '../tokens/exact.ts';
 import { mediaProviderForModel } from '../tokens/media.ts';
-import {
-  canonicalForms,
-  type CanonicalMessages,
-  type MeasuredPrompt,
-  type PromptMeasurer,
-} from '../tokens/prompt-measure.ts';
+import type { CanonicalMessages, MeasuredPrompt, PromptMeasurer } from '../tokens/prompt-measure.ts';
 import { matchingOverride, resolveModelInfo } from '../tokens/windows.ts';
 
 /** One beforeModel call: its messages, its window, and how its prompts are measured. */
@@ -37,12 +32,25 @@ export interface Call {
    * the host rebuilt some of them: a prompt rendered from these measures without comparing them again.
    */
   canonicalInput?: readonly GuardMessage[];
+  /**
+   * The canonical form the history check handed over for `hostMessages` (see CheckedInputs), when
+   * it kept one: what was measured or looked at for it on earlier calls holds for its first entries.
+   */
+  canonical?: CanonicalMessages | undefined;
   /** The host's messages measured on their own (fingerprints and hashes for the memo). */
   measureHost: () => MeasuredPrompt;
   /** Content hash of host message i. */
   hashOf: (index: number) => number;
   /** Messages measured with the tools, apart from the session's prompt (not to disturb its incremental measure). */
   measureApart: (messages: GuardMessage[]) => MeasuredPrompt;
+  /** The host's system messages with the tools, measured apart once per call (the fixed part of every prompt). */
+  measureSystem: () => SizeOf;
+}
+
+/** What a prompt measures to, on its own (no entries: it outlives the measurer's next measure). */
+export interface SizeOf {
+  chars: number;
+  mediaTokens: number;
 }
 
 /**
@@ -201,22 +209,15 @@ export class CallResolver {
   }
 
   /** Everything a beforeModel call measures with; at once (no promise) when no tokenizer is needed. */
-  call(measurer: PromptMeasurer, input: CallInput): Call | Promise<Call> {
+  call(measurer: PromptMeasurer, input: CallInput, canonical?: CanonicalMessages): Call | Promise<Call> {
     const { sessionId, modelId } = input;
     const { encoding, provider } = this.factsOf(modelId);
-    if (encoding === undefined) return this.callNow(measurer, input) as Call;
-    const { contextWindow, threshold } = this.limits(input);
+    const limits = this.limits(input);
+    if (encoding === undefined)
+      return new MeasuredCall(measurer, input, limits, provider, CHARACTER_MEASURE, canonical);
     return this.textMeasure(sessionId, modelId).then(
-      (text) => new MeasuredCall(measurer, input, contextWindow, threshold, provider, text),
+      (text) => new MeasuredCall(measurer, input, limits, provider, text, canonical),
     );
-  }
-
-  /** The call at once when its text is measured in characters (no tokenizer to wait for); else undefined. */
-  callNow(measurer: PromptMeasurer, input: CallInput): Call | undefined {
-    const { encoding, provider } = this.factsOf(input.modelId);
-    if (encoding !== undefined) return undefined;
-    const { contextWindow, threshold } = this.limits(input);
-    return new MeasuredCall(measurer, input, contextWindow, threshold, provider, CHARACTER_MEASURE);
   }
 
   private limits(input: CallInput): { contextWindow: number; threshold: number } {
@@ -226,12 +227,12 @@ export class CallResolver {
 }
 
 /** What a call is set up from. */
-interface CallInput {
+export interface CallInput {
   sessionId: string;
-  modelId?: string;
+  modelId?: string | undefined;
   messages: readonly GuardMessage[];
-  tools?: readonly ToolDefinition[];
-  contextWindow?: number;
+  tools?: readonly ToolDefinition[] | undefined;
+  contextWindow?: number | undefined;
 }
 
 /**
@@ -249,33 +250,32 @@ class MeasuredCall implements Call {
   private readonly measurer: PromptMeasurer;
   private readonly provider: ReturnType<typeof mediaProviderForModel>;
   private readonly text: TextMeasure;
-  /** The canonical form the input check set for this very array, if any. */
-  private readonly canonical: CanonicalMessages | undefined;
+  readonly canonical: CanonicalMessages | undefined;
   private host: MeasuredPrompt | undefined;
+  private system: SizeOf | undefined;
   private boundHashOf: ((index: number) => number) | undefined;
   private boundMeasure: ((messages: GuardMessage[]) => MeasuredPrompt) | undefined;
 
+  /** `canonical`: the form the history check handed over for `input.messages`, if it kept one. */
   constructor(
     measurer: PromptMeasurer,
     input: CallInput,
-    contextWindow: number,
-    threshold: number,
+    limits: { contextWindow: number; threshold: number },
     provider: ReturnType<typeof mediaProviderForModel>,
     text: TextMeasure,
+    canonical: CanonicalMessages | undefined,
   ) {
     const hostMessages = input.messages;
     this.sessionId = input.sessionId;
     this.hostMessages = hostMessages;
     this.tools = input.tools;
-    this.contextWindow = contextWindow;
-    this.threshold = threshold;
+    this.contextWindow = limits.contextWindow;
+    this.threshold = limits.threshold;
     this.measurer = measurer;
     this.provider = provider;
     this.text = text;
-    // Set by the input check for this very array (history.ts); the length guards against a host
-    // that changed the array in place since.
-    const form = canonicalForms.get(hostMessages);
-    const canonical = form?.length === hostMessages.length ? form : undefined;
+    // The length guards against a host that changed the array in place since the check.
+    if (canonical?.length !== hostMessages.length) canonical = undefined;
     this.canonical = canonical;
     const rebuilt = canonical?.rebuilt ? canonical.messages : undefined;
     this.canonicalInput = rebuilt
@@ -284,6 +284,7 @@ class MeasuredCall implements Call {
         : rebuilt.slice(0, hostMessages.length)
       : undefined;
     this.host = undefined;
+    this.system = undefined;
     this.boundHashOf = undefined;
     this.boundMeasure = undefined;
   }
@@ -319,6 +320,14 @@ class MeasuredCall implements Call {
 
   measureApart(messages: GuardMessage[]): MeasuredPrompt {
     return this.measurer.measure(measurerKeys(this.sessionId)[2], messages, this.tools, this.provider, this.text);
+  }
+
+  measureSystem(): SizeOf {
+    if (!this.system) {
+      const { chars, mediaTokens } = this.measureApart(this.hostMessages.filter((m) => m.role === 'system'));
+      this.system = { chars, mediaTokens };
+    }
+    return this.system;
   }
 }
 

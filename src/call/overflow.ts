@@ -163,7 +163,7 @@ const withoutSeparators = (text: string) => text.replace(/(?<=\d),(?=\d{3}(?!\d)
 
 /** Whether a model call failed because its prompt was over the model's context window. */
 export function isContextLengthError(error: unknown): boolean {
-  return textsOf(error).some((text) => CONTEXT_LENGTH_PATTERNS.some((p) => p.test(text)));
+  return textsOf(error).some((text) => CONTEXT_LENGTH_PATTERNS.some((pattern) => pattern.test(text)));
 }
 
 /** The prompt's token count the provider reported in its rejection, when it did. */
@@ -237,7 +237,7 @@ function limitWith(
  */
 export function windowFromError(error: unknown): number | undefined {
   const texts = textsOf(error);
-  if (!texts.some((text) => CONTEXT_LENGTH_PATTERNS.some((p) => p.test(text)))) return undefined;
+  if (!texts.some((text) => CONTEXT_LENGTH_PATTERNS.some((pattern) => pattern.test(text)))) return undefined;
   for (const text of texts) {
     const plain = withoutSeparators(text);
     for (const read of LIMIT_READERS) {

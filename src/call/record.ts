@@ -7,11 +7,12 @@ import type { CompactionOutcome } from '../compaction/compaction.ts';
 import type { ResolvedOptions } from '../config.ts';
 import type { ContextGuardEvent, EstimateEvent } from '../events.ts';
 import type { GuardMessage } from '../messages.ts';
-import type { Prepared } from './estimate.ts';
 import type { SessionRepository } from '../state/repository.ts';
 import type { SessionCosts, SessionState } from '../state/session.ts';
 import type { CompactionResult } from '../compaction/contract.ts';
 import { resetCalibration } from '../tokens/calibration.ts';
+import type { MeasuredPrompt } from '../tokens/prompt-measure.ts';
+import type { Turn } from './turn.ts';
 
 /** What the recording needs of the guard. */
 export interface RecordContext {
@@ -22,18 +23,19 @@ export interface RecordContext {
   listens(sessionId: string): boolean;
 }
 
-export function reportEstimate(ctx: RecordContext, call: Call, p: Prepared, modelId: string | undefined): void {
+/** The `estimate` event (and a `warning` past `warnAt`, a `tool-pairing-repaired` for a repair), when anyone listens. */
+export function reportEstimate(ctx: RecordContext, { call, prepared, input }: Turn): void {
   const { sessionId, contextWindow, threshold } = call;
   // None are built when nobody listens.
   if (!ctx.listens(sessionId)) return;
-  const { unansweredCalls, orphanResults } = p.view;
+  const { unansweredCalls, orphanResults } = prepared.view;
   if (unansweredCalls + orphanResults > 0)
     ctx.emit({ type: 'tool-pairing-repaired', sessionId, unansweredCalls, orphanResults });
-  const fraction = contextWindow === undefined ? 0 : p.est.tokens / contextWindow;
-  const { tokens, heuristicTokens, correction, method } = p.est;
-  const messages = p.view.messages.length;
+  const fraction = contextWindow === undefined ? 0 : prepared.est.tokens / contextWindow;
+  const { tokens, heuristicTokens, correction, method } = prepared.est;
+  const messages = prepared.view.messages.length;
   const event: EstimateEvent = { type: 'estimate', sessionId, tokens, heuristicTokens, correction, method, messages };
-  if (modelId) event.modelId = modelId;
+  if (input.modelId) event.modelId = input.modelId;
   if (contextWindow !== undefined) {
     event.threshold = threshold;
     event.contextWindow = contextWindow;
@@ -45,59 +47,60 @@ export function reportEstimate(ctx: RecordContext, call: Call, p: Prepared, mode
     ctx.emit({ type: 'warning', sessionId, tokens, threshold, contextWindow, fraction, warnAt });
 }
 
+/** What a turn that decided to compact did: the compaction's outcome (none when a hook cancelled it, or nothing was done). */
+export interface CompactionAttempt {
+  outcome: CompactionOutcome | undefined;
+  /** Whether it compacted or tried to (a pending compaction request is then done with). */
+  attempted: boolean;
+}
+
+const NOT_ATTEMPTED: CompactionAttempt = { outcome: undefined, attempted: false };
+
+/** The prompt a call sends, its estimate and its measure. */
+interface Sent {
+  messages: GuardMessage[];
+  tokens: number;
+  measured: MeasuredPrompt;
+}
+
 /**
  * Stores what this call sends (the request waiting for its real count) and what it changed, then
- * answers. `staleCompared`: the stale-history mark the call read and compared the whole history
- * for (SessionState.historyStale), cleared unless a newer one came meanwhile.
+ * answers: at once, without a promise, into the default in-memory store when it did not compact.
  */
 export function recordCall(
   ctx: RecordContext,
-  call: Call,
-  state: SessionState,
-  p: Prepared,
-  outcome: CompactionOutcome | undefined,
-  attempted: boolean,
-  staleCompared?: number,
+  turn: Turn,
+  attempt: CompactionAttempt = NOT_ATTEMPTED,
 ): BeforeModelResult | Promise<BeforeModelResult> {
-  const { sessionId, contextWindow, threshold } = call;
-  const messages = outcome?.messages ?? p.view.messages;
-  const tokens = outcome?.tokens ?? p.est.tokens;
-  const { chars, mediaTokens, toolChars, prompt } = outcome ? call.measure(messages) : p.measured;
-  const pending = {
-    chars,
-    mediaTokens,
-    toolChars,
-    prompt,
-    extendsAnchor: outcome ? false : p.extendsAnchor,
-    estimatedTokens: tokens,
+  const { call, state, prepared } = turn;
+  const { outcome } = attempt;
+  const messages = outcome?.messages ?? prepared.view.messages;
+  const sent: Sent = {
+    messages,
+    tokens: outcome?.tokens ?? prepared.est.tokens,
+    measured: outcome ? call.measure(messages) : prepared.measured,
   };
-  // This call's memo wins when it compacted or changed the stored one (a stale summary dropped, a
-  // request sent whole again); otherwise what is stored is kept (another process may have compacted).
-  const changed = (state.memo?.summary !== undefined && !p.summaryApplies) || p.memoChanged === true;
-  // A new state object (stores may keep values by reference), built field by field: no rest copy.
-  const change = (current: SessionState): SessionState => {
-    const memo = outcome?.memo ?? (changed ? p.memo : current.memo);
-    const calibration = outcome
-      ? resetCalibration(current.calibration, outcome.calibration.reference?.offset ?? 0)
-      : current.calibration;
-    const next: SessionState = { ...current, calls: current.calls + 1 };
-    // Deleted only when present (rare): a delete makes the object slower to read.
-    if (memo) next.memo = memo;
-    else if ('memo' in next) delete next.memo;
-    if ('compactRequest' in next && (!current.compactRequest || attempted)) delete next.compactRequest;
-    // The mark this call read and compared the whole history for (guard.ts); a newer one stays.
-    if (staleCompared !== undefined && current.historyStale === staleCompared) delete next.historyStale;
-    if (p.fixed) next.fixedReported = true;
-    else if ('fixedReported' in next && tokens <= threshold) delete next.fixedReported;
-    const { pace, costs } = paceAndCosts(current, tokens, outcome?.result, ctx.options.cost);
-    next.pace = pace;
-    next.costs = costs;
-    next.startedAt = current.startedAt ?? new Date().toISOString();
-    next.calibration = { ...calibration, pending };
-    if (contextWindow !== undefined)
-      next.status = { tokens, source: 'estimate', threshold, contextWindow, fraction: tokens / contextWindow };
-    return next;
-  };
+  const result = resultOf(call, sent, outcome);
+  if (prepared.fixed && !state.fixedReported && call.contextWindow !== undefined)
+    ctx.emit({
+      type: 'fixed-over-threshold',
+      sessionId: call.sessionId,
+      fixedTokens: prepared.fixed.tokens,
+      hiddenTokens: prepared.fixed.hidden,
+      threshold: call.threshold,
+      limit: prepared.fixed.limit,
+      contextWindow: call.contextWindow,
+    });
+  const committed = ctx.sessions.commit(call.sessionId, state, (current) =>
+    recordedState(ctx, turn, attempt, sent, current),
+  );
+  if (!outcome && !(committed instanceof Promise)) return result;
+  return afterCommit(ctx, call.sessionId, committed, outcome, result);
+}
+
+/** What beforeModel answers. */
+function resultOf(call: Call, { messages, tokens }: Sent, outcome: CompactionOutcome | undefined): BeforeModelResult {
+  const { contextWindow, threshold } = call;
   const result: BeforeModelResult = {
     messages,
     tokens,
@@ -108,23 +111,63 @@ export function recordCall(
   // Set only when there (no spread of a conditional object: a slower copy, on every call).
   if (outcome) result.compaction = outcome.result;
   if ((contextWindow !== undefined && tokens > threshold) || outcome?.result.overflow) result.overflow = true;
-  if (p.fixed && !state.fixedReported && contextWindow !== undefined)
-    ctx.emit({
-      type: 'fixed-over-threshold',
-      sessionId,
-      fixedTokens: p.fixed.tokens,
-      hiddenTokens: p.fixed.hidden,
-      threshold,
-      limit: p.fixed.limit,
-      contextWindow,
-    });
-  // The default in-memory store: no promise on the common path.
-  if (!outcome && ctx.sessions.commitNow(sessionId, state, change)) return result;
-  return (async () => {
-    await ctx.sessions.commit(sessionId, state, change);
-    if (outcome) await afterCompact(ctx, sessionId, outcome, messages);
-    return result;
-  })();
+  return result;
+}
+
+/**
+ * The session's state after this call, applied to the freshest one: a new object (stores may keep
+ * values by reference), built field by field, with no rest copy.
+ */
+function recordedState(
+  ctx: RecordContext,
+  { call, state, prepared, staleCompared }: Turn,
+  { outcome, attempted }: CompactionAttempt,
+  { tokens, measured }: Sent,
+  current: SessionState,
+): SessionState {
+  const { contextWindow, threshold } = call;
+  // This call's memo wins when it compacted or changed the stored one (a stale summary dropped, a
+  // request sent whole again); otherwise what is stored is kept (another process may have compacted).
+  const changed = (state.memo?.summary !== undefined && !prepared.summaryApplies) || prepared.memoChanged === true;
+  const memo = outcome?.memo ?? (changed ? prepared.memo : current.memo);
+  const calibration = outcome
+    ? resetCalibration(current.calibration, outcome.calibration.reference?.offset ?? 0)
+    : current.calibration;
+  const next: SessionState = { ...current, calls: current.calls + 1 };
+  // Deleted only when present (rare): a delete makes the object slower to read.
+  if (memo) next.memo = memo;
+  else if ('memo' in next) delete next.memo;
+  if ('compactRequest' in next && (!current.compactRequest || attempted)) delete next.compactRequest;
+  // The mark this call read and compared the whole history for (turn.ts); a newer one stays.
+  if (staleCompared !== undefined && current.historyStale === staleCompared) delete next.historyStale;
+  if (prepared.fixed) next.fixedReported = true;
+  else if ('fixedReported' in next && tokens <= threshold) delete next.fixedReported;
+  const { pace, costs } = paceAndCosts(current, tokens, outcome?.result, ctx.options.cost);
+  next.pace = pace;
+  next.costs = costs;
+  next.startedAt = current.startedAt ?? new Date().toISOString();
+  const { chars, mediaTokens, toolChars, prompt } = measured;
+  const extendsAnchor = outcome ? false : prepared.extendsAnchor;
+  next.calibration = {
+    ...calibration,
+    pending: { chars, mediaTokens, toolChars, prompt, extendsAnchor, estimatedTokens: tokens },
+  };
+  if (contextWindow !== undefined)
+    next.status = { tokens, source: 'estimate', threshold, contextWindow, fraction: tokens / contextWindow };
+  return next;
+}
+
+/** After a commit that waits for the store or follows a compaction: the afterCompact hook, then the answer. */
+async function afterCommit(
+  ctx: RecordContext,
+  sessionId: string,
+  committed: SessionState | Promise<SessionState>,
+  outcome: CompactionOutcome | undefined,
+  result: BeforeModelResult,
+): Promise<BeforeModelResult> {
+  await committed;
+  if (outcome) await afterCompact(ctx, sessionId, outcome, result.messages);
+  return result;
 }
 
 /** Decay of the growth per call: recent calls weigh most, one outlier does not set the pace. */
@@ -150,17 +193,18 @@ function paceAndCosts(
     : previous
       ? Math.min(previous.last, tokens)
       : 0;
-  const c = current.costs;
+  const before = current.costs;
   const costs: SessionCosts = {
-    calls: (c?.calls ?? 0) + 1,
-    promptTokens: (c?.promptTokens ?? 0) + tokens,
-    cachedTokens: (c?.cachedTokens ?? 0) + cached,
-    billedInputUnits: (c?.billedInputUnits ?? 0) + cached * prices.cacheRead + (tokens - cached) * prices.cacheWrite,
-    compactions: (c?.compactions ?? 0) + (compaction ? 1 : 0),
-    cacheBrokenTokens: (c?.cacheBrokenTokens ?? 0) + (compaction?.cacheBrokenTokens ?? 0),
-    summarizerInputTokens: (c?.summarizerInputTokens ?? 0) + (compaction?.summarizerInputTokens ?? 0),
+    calls: (before?.calls ?? 0) + 1,
+    promptTokens: (before?.promptTokens ?? 0) + tokens,
+    cachedTokens: (before?.cachedTokens ?? 0) + cached,
+    billedInputUnits:
+      (before?.billedInputUnits ?? 0) + cached * prices.cacheRead + (tokens - cached) * prices.cacheWrite,
+    compactions: (before?.compactions ?? 0) + (compaction ? 1 : 0),
+    cacheBrokenTokens: (before?.cacheBrokenTokens ?? 0) + (compaction?.cacheBrokenTokens ?? 0),
+    summarizerInputTokens: (before?.summarizerInputTokens ?? 0) + (compaction?.summarizerInputTokens ?? 0),
     tokensRemoved:
-      (c?.tokensRemoved ?? 0) + (compaction ? Math.max(0, compaction.tokensBefore - compaction.tokensAfter) : 0),
+      (before?.tokensRemoved ?? 0) + (compaction ? Math.max(0, compaction.tokensBefore - compaction.tokensAfter) : 0),
   };
   return { pace: { last: tokens, growth }, costs };
 }

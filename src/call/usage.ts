@@ -39,13 +39,13 @@ export function usageShapeProblem(usage: ModelUsage | undefined | null): UsageIg
 export function judgeUsage(
   usage: ModelUsage,
   pending: PendingRequest,
-  c: ResolvedCalibration,
+  calibration: ResolvedCalibration,
   contextWindow: number | undefined,
 ): UsageVerdict {
   const extra = (usage.cacheReadInputTokens ?? 0) + (usage.cacheWriteInputTokens ?? 0);
   // Each count finite, the sum too: two cache counts of 1e308 add up to Infinity.
   const inputTokens = usage.inputTokens + extra;
-  const plausible = plausibleInputRange(pending, c, contextWindow);
+  const plausible = plausibleInputRange(pending, calibration, contextWindow);
   if (!Number.isFinite(inputTokens) || inputTokens < plausible.min || inputTokens > plausible.max)
     return { ok: false, reason: 'implausible', plausible };
   const outputValid =
@@ -79,9 +79,9 @@ export function recordUsage(
 ): undefined | Promise<void> {
   const shape = usageShapeProblem(usage);
   if (shape || !usage) return ignoreUsage(ctx, sessionId, usage, shape ?? 'missing');
-  const now = ctx.sessions.loadNow(sessionId);
-  if (now) return usageOn(ctx, sessionId, usage, now);
-  return ctx.sessions.load(sessionId).then((state) => usageOn(ctx, sessionId, usage, state));
+  const state = ctx.sessions.load(sessionId);
+  if (state instanceof Promise) return state.then((loaded) => usageOn(ctx, sessionId, usage, loaded));
+  return usageOn(ctx, sessionId, usage, state);
 }
 
 /** A real count not recorded, reported (no closure built per call for it). */
@@ -96,6 +96,13 @@ function ignoreUsage(
   return undefined;
 }
 
+/** A count judged plausible, and the request it was recorded for (the stored one, when the commit found one). */
+interface AcceptedCount {
+  inputTokens: number;
+  outputTokens: number | undefined;
+  recorded?: PendingRequest;
+}
+
 function usageOn(
   ctx: RecordContext,
   sessionId: string,
@@ -105,56 +112,61 @@ function usageOn(
   const pending = state.calibration.pending;
   if (!pending) return ignoreUsage(ctx, sessionId, usage, 'no-request');
   const verdict = judgeUsage(usage, pending, ctx.options.calibration, state.status?.contextWindow);
-  if (!verdict.ok)
-    return ignoreUsage(
-      ctx,
-      sessionId,
-      usage,
-      verdict.reason,
-      verdict.plausible ? { plausible: verdict.plausible } : {},
-    );
+  if (!verdict.ok) {
+    const extra = verdict.plausible ? { plausible: verdict.plausible } : {};
+    return ignoreUsage(ctx, sessionId, usage, verdict.reason, extra);
+  }
   if (verdict.outputIgnored) ignoreUsage(ctx, sessionId, usage, 'invalid-output-tokens');
-  const { inputTokens, outputTokens } = verdict;
+  const count: AcceptedCount = { inputTokens: verdict.inputTokens, outputTokens: verdict.outputTokens };
+  const committed = ctx.sessions.commit(sessionId, state, (current) => withRealCount(ctx, current, count));
+  if (committed instanceof Promise) return committed.then(() => reportCount(ctx, sessionId, usage, count));
+  return reportCount(ctx, sessionId, usage, count);
+}
+
+/** The state with the real count folded in, applied to the freshest state: the request waiting for it is the stored one. */
+function withRealCount(ctx: RecordContext, current: SessionState, count: AcceptedCount): SessionState {
+  const recorded = current.calibration.pending;
+  count.recorded = recorded;
+  if (!recorded) return current;
+  const { inputTokens, outputTokens } = count;
+  const calibration = recordRealCount(
+    current.calibration,
+    recorded,
+    inputTokens,
+    outputTokens,
+    ctx.options.calibration,
+  );
+  // Fields set on the copy, not spread from objects built for the purpose (a slower copy, every call).
+  const next: SessionState = { ...current, usageRecorded: current.usageRecorded + 1, calibration };
+  // Far off: the guard's view of the history may be stale (see SessionState.historyStale). Stored,
+  // so that the next call compares everything whichever process it lands on.
+  if (Math.abs(recorded.estimatedTokens - inputTokens) > STALE_VIEW_ERROR * inputTokens)
+    next.historyStale = next.usageRecorded;
+  const status = current.status;
   const tokens = inputTokens + (outputTokens ?? 0);
-  let recorded: PendingRequest | undefined;
-  const change = (current: SessionState): SessionState => {
-    // Applied to the freshest state: the request waiting for this count is the stored one.
-    recorded = current.calibration.pending;
-    if (!recorded) return current;
-    const calibration = recordRealCount(
-      current.calibration,
-      recorded,
-      inputTokens,
-      outputTokens,
-      ctx.options.calibration,
-    );
-    // Fields set on the copy, not spread from objects built for the purpose (a slower copy, every call).
-    const next: SessionState = { ...current, usageRecorded: current.usageRecorded + 1, calibration };
-    // Far off: the guard's view of the history may be stale (see SessionState.historyStale). Stored,
-    // so that the next call compares everything whichever process it lands on.
-    if (Math.abs(recorded.estimatedTokens - inputTokens) > STALE_VIEW_ERROR * inputTokens)
-      next.historyStale = next.usageRecorded;
-    const status = current.status;
-    if (status) next.status = { ...status, tokens, source: 'provider', fraction: tokens / status.contextWindow };
-    return next;
+  if (status) next.status = { ...status, tokens, source: 'provider', fraction: tokens / status.contextWindow };
+  return next;
+}
+
+/** The count recorded (`usage-recorded`), or ignored when the stored state had no request waiting for it. */
+function reportCount(
+  ctx: RecordContext,
+  sessionId: string,
+  usage: ModelUsage,
+  { inputTokens, outputTokens, recorded }: AcceptedCount,
+): undefined {
+  if (!recorded) return ignoreUsage(ctx, sessionId, usage, 'no-request');
+  // None is built when nobody listens.
+  if (!ctx.listens(sessionId)) return undefined;
+  const { estimatedTokens } = recorded;
+  const event: UsageRecordedEvent = {
+    type: 'usage-recorded',
+    sessionId,
+    inputTokens,
+    estimatedTokens,
+    relativeError: (estimatedTokens - inputTokens) / inputTokens,
   };
-  const finish = (): undefined => {
-    if (!recorded) return ignoreUsage(ctx, sessionId, usage, 'no-request');
-    // None is built when nobody listens.
-    if (ctx.listens(sessionId)) {
-      const { estimatedTokens } = recorded;
-      const event: UsageRecordedEvent = {
-        type: 'usage-recorded',
-        sessionId,
-        inputTokens,
-        estimatedTokens,
-        relativeError: (estimatedTokens - inputTokens) / inputTokens,
-      };
-      if (outputTokens !== undefined) event.outputTokens = outputTokens;
-      ctx.emit(event);
-    }
-    return undefined;
-  };
-  if (ctx.sessions.commitNow(sessionId, state, change)) return finish();
-  return ctx.sessions.commit(sessionId, state, change).then(finish);
+  if (outputTokens !== undefined) event.outputTokens = outputTokens;
+  ctx.emit(event);
+  return undefined;
 }

@@ -414,7 +414,7 @@ function summarizeWith(
 
 /** A request left cut or without its media is not retried until the history or the calibration changes. */
 function withRequestDecision(call: Call, memo: CompactionMemo, usageRecorded: number): CompactionMemo {
-  const request = requestIndex(call.hostMessages, memo.own);
+  const request = requestIndex(call.hostMessages, memo.own, call.canonical);
   const { requestDecided: _old, ...rest } = memo;
   if (!requestEditsDropped(memo, request)) return rest;
   return { ...rest, requestDecided: { request, messages: call.hostMessages.length, usage: usageRecorded } };

@@ -2,12 +2,12 @@
 // merely looks like the guard's own messages is a request), and telling whether a prompt has
 // anything besides it that a compaction could still remove.
 import type { GuardMessage } from '../messages.ts';
-import { canonicalForms } from '../tokens/prompt-measure.ts';
+import type { CanonicalMessages } from '../tokens/prompt-measure.ts';
 import type { View } from './memo.ts';
 import { isContinuation, isOwnMessage, summaryBodyOf } from './placement.ts';
 
 /**
- * The last answer for each canonical history (see CheckedInputs in safety.ts): the latest request
+ * The last answer for each canonical history (see CheckedInputs in call/history.ts): the latest request
  * among its first `upTo` messages, which never change once handed out. A later call on the same
  * canonical history only looks at the messages added since, not back to a request that may lie
  * thousands of tool steps behind (a one-request agent run read every message on every call).
@@ -26,13 +26,17 @@ const isRequest = (m: GuardMessage | undefined, own: readonly number[] | undefin
 /**
  * The latest user message of the host's history that is a real request, not a summary the guard
  * wrote (`own`: the guard's own messages, see placement.ts; a user's text that merely looks like
- * one is a request). When the input check handed over the history's canonical form, the messages
- * it had up to the last call are not looked at again (they are the same, or taken on trust as the
- * estimate takes them until a compaction compares them all).
+ * one is a request). Given the history's canonical form the input check handed over for `input`
+ * (`canonical`, Call.canonical), the messages it had up to the last call are not looked at again
+ * (they are the same, or taken on trust as the estimate takes them until a compaction compares
+ * them all).
  */
-export function requestIndex(input: readonly GuardMessage[], own: readonly number[] | undefined): number {
-  const form = canonicalForms.get(input);
-  const canon = form !== undefined && form.length === input.length ? form.messages : undefined;
+export function requestIndex(
+  input: readonly GuardMessage[],
+  own: readonly number[] | undefined,
+  canonical?: CanonicalMessages,
+): number {
+  const canon = canonical !== undefined && canonical.length === input.length ? canonical.messages : undefined;
   const known = canon ? lastFound.get(canon) : undefined;
   const floor = known && known.upTo <= input.length && sameOwn(known.own, own) ? known.upTo : 0;
   let index = -1;

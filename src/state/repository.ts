@@ -83,8 +83,12 @@ export class SessionRepository {
   /** Sessions inside run(): only a call's operations skip a store that failed earlier in that call. */
   private readonly inCall = new Set<string>();
 
-  /** Runs `task` as the session's only call in this process. */
-  run<T>(sessionId: string, task: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `task` as the session's only call in this process. With the default in-memory store and
+   * the session idle, a task that finishes synchronously answers its value at once, with no promise
+   * (the per-call path waits for nothing; see KeyedLock.run).
+   */
+  run<T>(sessionId: string, task: () => T | Promise<T>): T | Promise<T> {
     // The default in-memory store never fails: nothing to mark per call.
     if (this.memory) return this.calls.run(sessionId, task);
     return this.calls.run(sessionId, async () => {
@@ -99,39 +103,12 @@ export class SessionRepository {
     });
   }
 
-  /**
-   * The session's state at once when the default in-memory store holds it (what `load` would
-   * answer, without a promise: the per-call path waits for nothing); undefined with a user's store.
-   */
-  loadNow(sessionId: string): SessionState | undefined {
-    return this.memory ? (this.memory.getNow(sessionId) ?? emptySessionState()) : undefined;
+  /** The session's state: at once, without a promise, from the default in-memory store. */
+  load(sessionId: string): SessionState | Promise<SessionState> {
+    return this.memory ? (this.memory.getNow(sessionId) ?? emptySessionState()) : this.loadStored(sessionId);
   }
 
-  /**
-   * `commit` at once with the default in-memory store (the new state, without a promise); undefined
-   * with a user's store, which `commit` must be used for.
-   */
-  commitNow(
-    sessionId: string,
-    loaded: SessionState,
-    change: (current: SessionState) => SessionState,
-  ): SessionState | undefined {
-    if (!this.memory) return undefined;
-    const next = change(loaded);
-    this.memory.setNow(sessionId, next);
-    return next;
-  }
-
-  /**
-   * Runs a synchronous `task` at once as the session's only call, when the default in-memory store
-   * is in use and the session is idle: what it returns (undefined when the task gives up, and
-   * the caller goes the asynchronous way). Undefined without running it otherwise.
-   */
-  runNow<T>(sessionId: string, task: () => T | undefined): T | undefined {
-    return this.memory ? this.calls.runNow(sessionId, task) : undefined;
-  }
-
-  async load(sessionId: string): Promise<SessionState> {
+  private async loadStored(sessionId: string): Promise<SessionState> {
     const got = await this.withStore(sessionId, 'get', () =>
       this.checked(sessionId, this.store.get(recordKey('state', sessionId))),
     );
@@ -146,9 +123,21 @@ export class SessionRepository {
 
   /**
    * Writes what a call changed, applied to the freshest stored state: atomically with a store that
-   * can (another process's update in between is kept), else onto `loaded`.
+   * can (another process's update in between is kept), else onto `loaded`. At once, without a
+   * promise, into the default in-memory store.
    */
-  async commit(
+  commit(
+    sessionId: string,
+    loaded: SessionState,
+    change: (current: SessionState) => SessionState,
+  ): SessionState | Promise<SessionState> {
+    if (!this.memory) return this.commitStored(sessionId, loaded, change);
+    const next = change(loaded);
+    this.memory.setNow(sessionId, next);
+    return next;
+  }
+
+  private async commitStored(
     sessionId: string,
     loaded: SessionState,
     change: (current: SessionState) => SessionState,
@@ -290,7 +279,7 @@ export class SessionRepository {
       clearInterval(timer);
       if (this.held.get(sessionId) === held) this.held.delete(sessionId);
       const release = () => held.release();
-      const done = await this.withStore(sessionId, 'lock', release, true);
+      const done = await this.withStore(sessionId, 'lock', release, { evenAfterFailure: true });
       if (!done.ok) this.leaveRelease(sessionId, release, Date.now() + ttl);
     };
   }
@@ -339,15 +328,17 @@ export class SessionRepository {
   /**
    * The store's answer, or a `store-failed` report when it throws or is too slow. Other state kept in
    * the same store (the session's archive) goes through here too, so a call waits for a failing
-   * store once at most, whatever it reads or writes.
+   * store once at most, whatever it reads or writes. `evenAfterFailure`: tried even when the store
+   * failed earlier in the call (a lock's release).
    */
   async withStore<T>(
     sessionId: string,
     operation: StoreFailedEvent['operation'],
     run: () => Promise<T>,
-    always = false,
+    options?: { evenAfterFailure: boolean },
   ): Promise<Outcome<T>> {
-    if (!always && this.inCall.has(sessionId) && this.failedInCall.has(sessionId)) return { ok: false };
+    if (options?.evenAfterFailure !== true && this.inCall.has(sessionId) && this.failedInCall.has(sessionId))
+      return { ok: false };
     if (!this.options.store) {
       // The default in-memory store answers at once: no timer on the per-call path.
       try {

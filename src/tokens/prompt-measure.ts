@@ -40,55 +40,6 @@ export interface CanonicalMessages {
   rebuilt: boolean;
 }
 
-/**
- * The canonical form of each message array the guard's input check passed whole, by that array:
- * how the call that measures it finds the form (the check runs before the call is set up).
- */
-class CanonicalForms {
-  // The form set last is kept apart, for the call set up right after the check: inserting a new
-  // array into a weak table on every call costs about half a microsecond (more on cold caches). It
-  // goes into the table only when another form is set before it was read (sessions interleaving
-  // across an await); a form read already is not needed again (the call that read it holds it).
-  // The slot holds the host's last array until the next check, of any session.
-  private lastInput: readonly unknown[] | undefined;
-  private lastForm: CanonicalMessages | undefined;
-  private lastRead = false;
-  private readonly others = new WeakMap<readonly unknown[], CanonicalMessages>();
-  /** Whether `others` ever held a form (then one set again must replace it there too). */
-  private spilled = false;
-
-  get(input: readonly unknown[]): CanonicalMessages | undefined {
-    if (input === this.lastInput) {
-      this.lastRead = true;
-      return this.lastForm;
-    }
-    return this.others.get(input);
-  }
-
-  set(input: readonly unknown[], form: CanonicalMessages): void {
-    const previous = this.lastInput;
-    if (previous !== undefined && previous !== input && !this.lastRead) {
-      this.others.set(previous, this.lastForm as CanonicalMessages);
-      this.spilled = true;
-    }
-    // No older form of this array left behind, to be found once this one is read and replaced.
-    if (this.spilled) this.others.delete(input);
-    this.lastInput = input;
-    this.lastForm = form;
-    this.lastRead = false;
-  }
-
-  delete(input: readonly unknown[]): void {
-    if (input === this.lastInput) {
-      this.lastInput = undefined;
-      this.lastForm = undefined;
-    }
-    this.others.delete(input);
-  }
-}
-
-export const canonicalForms = new CanonicalForms();
-
 interface SessionCache {
   kind: string;
   entries: Entry[];
@@ -221,6 +172,51 @@ function sameMessage(a: GuardMessage, b: GuardMessage): boolean {
   return true;
 }
 
+/** A session's cache before its first measure (or after a measure of another kind). */
+function emptyCache(kind: string): SessionCache {
+  return {
+    kind,
+    entries: [],
+    seen: [],
+    source: undefined,
+    cumChars: [],
+    cumMedia: [],
+    cumHash: [],
+    tools: undefined,
+    toolChars: 0,
+    published: 0,
+    queued: false,
+  };
+}
+
+/**
+ * How many leading messages are unchanged since the cache's last measure. The same canonical array
+ * as last time: everything measured then, at no cost. Otherwise one identity comparison per
+ * message when the host resends the same objects, a shallow comparison when it rebuilt them around
+ * the same strings (the entry then keeps the new object: next time the identity check suffices).
+ */
+function unchangedPrefix(
+  cache: SessionCache,
+  messages: readonly GuardMessage[],
+  n: number,
+  form: 'canonical' | 'as-is',
+): number {
+  const { entries, seen } = cache;
+  const limit = Math.min(n, entries.length);
+  let same = form === 'canonical' && cache.source === messages ? limit : 0;
+  while (same < limit) {
+    const message = messages[same] as GuardMessage;
+    if (seen[same] !== message) {
+      const entry = entries[same] as Entry;
+      if (!sameMessage(entry.message, message)) break;
+      entries[same] = { ...entry, message };
+      seen[same] = message;
+    }
+    same++;
+  }
+  return same;
+}
+
 /** Stands in MessageKeys for a part that is not an object (kept as it is). */
 const NOT_AN_OBJECT = Symbol('not an object');
 // The layout of a part's keys in MessageKeys, after its code, type and options.
@@ -230,6 +226,63 @@ const RESULT = 3; // toolCallId, toolName, output
 const IMAGE = 4; // image, mediaType
 const FILE = 5; // data, mediaType, filename
 const OTHER = 6; // the part itself
+
+/** Writes the keys of one part into `k` from `at` on (see MessageKeys); answers where the next part's keys start. */
+function keyPart(k: unknown[], at: number, part: unknown): number {
+  if (typeof part !== 'object' || part === null) {
+    k[at++] = NOT_AN_OBJECT;
+    k[at++] = part;
+    return at;
+  }
+  const fields = part as AnyPart;
+  const type = fields.type;
+  switch (type) {
+    case 'text':
+    case 'reasoning':
+      k[at++] = TEXT;
+      k[at++] = type;
+      k[at++] = fields['providerOptions'];
+      k[at++] = fields['text'];
+      break;
+    case 'tool-call':
+      k[at++] = CALL;
+      k[at++] = type;
+      k[at++] = fields['providerOptions'];
+      k[at++] = fields['toolCallId'];
+      k[at++] = fields['toolName'];
+      k[at++] = fields['input'];
+      break;
+    case 'tool-result':
+      k[at++] = RESULT;
+      k[at++] = type;
+      k[at++] = fields['providerOptions'];
+      k[at++] = fields['toolCallId'];
+      k[at++] = fields['toolName'];
+      k[at++] = fields['output'];
+      break;
+    case 'image':
+      k[at++] = IMAGE;
+      k[at++] = type;
+      k[at++] = fields['providerOptions'];
+      k[at++] = fields['image'];
+      k[at++] = fields['mediaType'];
+      break;
+    case 'file':
+      k[at++] = FILE;
+      k[at++] = type;
+      k[at++] = fields['providerOptions'];
+      k[at++] = fields['data'];
+      k[at++] = fields['mediaType'];
+      k[at++] = fields['filename'];
+      break;
+    default:
+      k[at++] = OTHER;
+      k[at++] = type;
+      k[at++] = fields['providerOptions'];
+      k[at++] = fields;
+  }
+  return at;
+}
 
 /**
  * The content fields sameMessage compares, for a run of messages, in one flat array: for each
@@ -279,61 +332,7 @@ export class MessageKeys {
     k[at++] = content;
     k[at++] = parts ? parts.length : -1;
     if (!parts) return;
-    for (let q = 0; q < parts.length; q++) {
-      const part = parts[q];
-      if (typeof part !== 'object' || part === null) {
-        k[at++] = NOT_AN_OBJECT;
-        k[at++] = part;
-        continue;
-      }
-      const p = part as AnyPart;
-      const type = p.type;
-      switch (type) {
-        case 'text':
-        case 'reasoning':
-          k[at++] = TEXT;
-          k[at++] = type;
-          k[at++] = p['providerOptions'];
-          k[at++] = p['text'];
-          break;
-        case 'tool-call':
-          k[at++] = CALL;
-          k[at++] = type;
-          k[at++] = p['providerOptions'];
-          k[at++] = p['toolCallId'];
-          k[at++] = p['toolName'];
-          k[at++] = p['input'];
-          break;
-        case 'tool-result':
-          k[at++] = RESULT;
-          k[at++] = type;
-          k[at++] = p['providerOptions'];
-          k[at++] = p['toolCallId'];
-          k[at++] = p['toolName'];
-          k[at++] = p['output'];
-          break;
-        case 'image':
-          k[at++] = IMAGE;
-          k[at++] = type;
-          k[at++] = p['providerOptions'];
-          k[at++] = p['image'];
-          k[at++] = p['mediaType'];
-          break;
-        case 'file':
-          k[at++] = FILE;
-          k[at++] = type;
-          k[at++] = p['providerOptions'];
-          k[at++] = p['data'];
-          k[at++] = p['mediaType'];
-          k[at++] = p['filename'];
-          break;
-        default:
-          k[at++] = OTHER;
-          k[at++] = type;
-          k[at++] = p['providerOptions'];
-          k[at++] = p;
-      }
-    }
+    for (let q = 0; q < parts.length; q++) at = keyPart(k, at, parts[q]);
   }
 
   /**
@@ -432,7 +431,7 @@ export class PromptMeasurer {
     provider: MediaProvider,
     text: TextMeasure,
   ): MeasuredPrompt {
-    return this.run(sessionId, messages, messages.length, false, tools, provider, text);
+    return this.run(sessionId, messages, messages.length, 'as-is', tools, provider, text);
   }
 
   /**
@@ -446,61 +445,64 @@ export class PromptMeasurer {
     provider: MediaProvider,
     text: TextMeasure,
   ): MeasuredPrompt {
-    return this.run(sessionId, canonical.messages, canonical.length, true, tools, provider, text);
+    return this.run(sessionId, canonical.messages, canonical.length, 'canonical', tools, provider, text);
   }
 
   private run(
     sessionId: string,
     messages: readonly GuardMessage[],
     n: number,
-    canonical: boolean,
+    form: 'canonical' | 'as-is',
     tools: readonly ToolDefinition[] | undefined,
     provider: MediaProvider,
     text: TextMeasure,
   ): MeasuredPrompt {
     const kind = this.kindOf(provider, text.key);
-    let cache = this.sessions.get(sessionId);
-    if (!cache || cache.kind !== kind) {
-      cache = {
-        kind,
-        entries: [],
-        seen: [],
-        source: undefined,
-        cumChars: [],
-        cumMedia: [],
-        cumHash: [],
-        tools: undefined,
-        toolChars: 0,
-        published: 0,
-        queued: false,
-      };
+    const kept = this.sessions.get(sessionId);
+    const cache = kept && kept.kind === kind ? kept : emptyCache(kind);
+    const same = unchangedPrefix(cache, messages, n, form);
+    this.extend(cache, messages, same, n, provider, text);
+    cache.source = form === 'canonical' ? messages : undefined;
+    if (cache.published < n && !cache.queued) this.queue(cache);
+    if (cache.tools !== tools) {
+      cache.tools = tools;
+      cache.toolChars = this.measureTools(tools, text);
     }
-    const { entries, seen, cumChars, cumMedia, cumHash } = cache;
+    this.sessions.set(sessionId, cache); // the most recently used: evicted last
+    const { entries, cumChars, cumMedia, cumHash } = cache;
+    const chars = n > 0 ? (cumChars[n - 1] as number) : 0;
+    return {
+      entries,
+      cumChars,
+      cumHash,
+      chars: chars + cache.toolChars,
+      toolChars: cache.toolChars,
+      mediaTokens: n > 0 ? (cumMedia[n - 1] as number) : 0,
+      prompt: { messages: n, chars, hash: n > 0 ? (cumHash[n - 1] as number) : 0 },
+      unchanged: same,
+    };
+  }
 
-    // The unchanged prefix. The same canonical array as last time: everything measured then, at no
-    // cost. Otherwise one identity comparison per message when the host resends the same objects,
-    // a shallow comparison when it rebuilt them around the same strings.
-    const limit = Math.min(n, entries.length);
-    let same = canonical && cache.source === messages ? limit : 0;
-    while (same < limit) {
-      const message = messages[same] as GuardMessage;
-      if (seen[same] !== message) {
-        const entry = entries[same] as Entry;
-        if (!sameMessage(entry.message, message)) break;
-        entries[same] = { ...entry, message }; // next time the identity check suffices
-        seen[same] = message;
-      }
-      same++;
-    }
-    // Messages after a changed prefix, or in a new cache, may have been measured elsewhere: looked
-    // up. Messages that only extend the last measure are new to the host.
+  /**
+   * The cache's entries cut to the unchanged prefix `same`, then messages `same` to `n` measured
+   * onto them. Messages after a changed prefix, or in a new cache, may have been measured elsewhere:
+   * looked up. Messages that only extend the last measure are new to the host.
+   */
+  private extend(
+    cache: SessionCache,
+    messages: readonly GuardMessage[],
+    same: number,
+    n: number,
+    provider: MediaProvider,
+    text: TextMeasure,
+  ): void {
+    const { kind, entries, seen, cumChars, cumMedia, cumHash } = cache;
     const lookUp = same < entries.length || entries.length === 0;
     if (lookUp && n > same) this.publish();
     // Cut only when something is cut: assigning an array's length, even its own, is a runtime call.
     if (entries.length !== same)
       entries.length = seen.length = cumChars.length = cumMedia.length = cumHash.length = same;
     if (cache.published > same) cache.published = same;
-
     let chars = same > 0 ? (cumChars[same - 1] as number) : 0;
     let media = same > 0 ? (cumMedia[same - 1] as number) : 0;
     let hash = same > 0 ? (cumHash[same - 1] as number) : PREFIX_HASH_SEED;
@@ -517,24 +519,6 @@ export class PromptMeasurer {
       cumMedia.push(media);
       cumHash.push(hash);
     }
-    cache.source = canonical ? messages : undefined;
-    if (cache.published < n && !cache.queued) this.queue(cache);
-
-    if (cache.tools !== tools) {
-      cache.tools = tools;
-      cache.toolChars = this.measureTools(tools, text);
-    }
-    this.sessions.set(sessionId, cache); // the most recently used: evicted last
-    return {
-      entries,
-      cumChars,
-      cumHash,
-      chars: chars + cache.toolChars,
-      toolChars: cache.toolChars,
-      mediaTokens: media,
-      prompt: { messages: n, chars, hash: n > 0 ? hash : 0 },
-      unchanged: same,
-    };
   }
 
   private lastKind = { provider: '', key: '', kind: '' };
