@@ -9,7 +9,8 @@
 // kept only when it stays linear here, which this script checks in three ways:
 //   - it converts (`(?i)` inside a pattern becomes `(?i:…)` to the end of its group, `(?P<n>` `(?<n>`);
 //   - no quantifier is unbounded (`*`, `+`, `{n,}`): every attempt of the regex reads a bounded
-//     stretch, and the redaction runs it only around its keywords (see redact.ts);
+//     stretch, and the redaction runs it only where its keywords are: once where one starts when
+//     every match starts with a keyword, else over the stretch around each (see secret-rules.ts);
 //   - it is timed on inputs built to make a backtracking engine stall (its keyword repeated, its
 //     keyword before long runs of each character class the rule reads, near-misses repeated), at
 //     two sizes (32 and 64 KB): a rule whose time more than triples when the input doubles, or that

@@ -4,13 +4,18 @@
 // the same shape.
 //
 // Each rule names keywords, one of which its secret holds (`glpat-`, `hf_`, `sg.`). The text is
-// searched for the keywords (lower case, every keyword a plain string search), and a rule's regex
-// runs only around where one of its keywords occurs: from WINDOW_BEFORE characters before to
-// WINDOW_AFTER after, neighbouring stretches joined. A rule whose keywords do not occur costs one
-// string search; every attempt of a rule's regex reads a bounded stretch (no unbounded quantifier),
-// and the generator timed each on inputs built to stall a backtracking engine. A match is masked
-// where its secret is (the rule's group), `[REDACTED:<rule id>]`; what surrounds it (`AccountKey=`)
-// stays.
+// searched once for all the keywords (case-insensitive), and a rule's regex runs only where one of
+// its keywords occurs. Most rules' matches start with a keyword (`\bhf_…`, `SK[0-9a-f]{32}`,
+// read from the regex itself: literalBeginnings): such a rule is tried once where a keyword
+// starts, sticky. The others (a keyword inside the secret, `Q~`, or beside it, `airtable`) run
+// over the stretch around each keyword: from WINDOW_BEFORE characters before to WINDOW_AFTER
+// after, neighbouring stretches joined. Short keywords are common in ordinary text (`s.` ends half
+// its sentences, `sk` is in `task`): run over the stretches around them, their rules read the whole
+// text, and redaction took 85 ms per MB of source code instead of 23. A rule whose keywords do not
+// occur costs nothing but the search; every attempt of a rule's regex reads a bounded stretch (no
+// unbounded quantifier), and the generator timed each on inputs built to stall a backtracking
+// engine. A match is masked where its secret is (the rule's group), `[REDACTED:<rule id>]`; what
+// surrounds it (`AccountKey=`) stays.
 import { GITLEAKS_RULES, type SecretRule } from './secret-rules.generated.ts';
 
 /** Formats gitleaks' rules lack (at the version vendored), in the same shape. */
@@ -42,28 +47,218 @@ const WINDOW_AFTER = 1_024;
 interface Compiled {
   id: string;
   regex: RegExp;
+  /**
+   * Set when every match of the rule starts with one of its keywords (`SK[0-9a-f]{32}`, `\bhf_…`):
+   * tried once where a keyword starts (sticky), not over the stretch around it; `test` first (no
+   * match object: most attempts fail), `exec` with indices for a match.
+   */
+  anchored?: { test: RegExp; exec: RegExp };
   group: number;
 }
 
 const escapeRegex = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
+/** Most literal beginnings a rule's analysis follows (alternatives multiply them). */
+const MAX_BEGINNINGS = 64;
+
+/** A literal beginning of a match: its text so far, and whether more literal text may follow it. */
+interface Beginning {
+  text: string;
+  open: boolean;
+}
+
+/** Characters with a meaning of their own outside a class. */
+const META = new Set(['.', '[', ']', '(', ')', '|', '?', '*', '+', '{', '}', '^', '$', '\\']);
+/** An escape that stands for its character (`\.`, `\-`). */
+const LITERAL_ESCAPE = /^[.\-_/~=+*?()[\]{}|^$\\]$/;
+/** A lookahead or lookbehind: it reads no character of the match. */
+const LOOKAROUND = /^\(\?(?:=|!|<=|<!)/;
+
+const closed = (current: Beginning[]): Beginning[] => current.map((b) => ({ text: b.text, open: false }));
+
+function extended(current: Beginning[], chars: readonly string[], ci: boolean): Beginning[] {
+  const next: Beginning[] = [];
+  for (const b of current) {
+    if (!b.open) next.push(b);
+    else for (const c of chars) next.push({ text: b.text + (ci ? c.toLowerCase() : c), open: true });
+  }
+  return next;
+}
+
+function joined(current: Beginning[], alternatives: readonly Beginning[]): Beginning[] {
+  const next: Beginning[] = [];
+  for (const b of current) {
+    if (!b.open) next.push(b);
+    else for (const a of alternatives) next.push({ text: b.text + a.text, open: a.open });
+  }
+  return next;
+}
+
+/** Reads the literal beginnings of a regex's source, left to right (see {@link literalBeginnings}). */
+class BeginningsReader {
+  private i = 0;
+  private readonly source: string;
+
+  constructor(source: string) {
+    this.source = source;
+  }
+
+  /** The beginnings of the alternatives from here to the end of the group (or of the source). */
+  alternation(ci: boolean): Beginning[] | undefined {
+    const all: Beginning[] = [];
+    for (;;) {
+      const seq = this.sequence(ci);
+      if (!seq) return undefined;
+      all.push(...seq);
+      if (all.length > MAX_BEGINNINGS) return undefined;
+      if (this.source[this.i] !== '|') return all;
+      this.i++;
+    }
+  }
+
+  private sequence(ci: boolean): Beginning[] | undefined {
+    let current: Beginning[] = [{ text: '', open: true }];
+    while (this.i < this.source.length && this.source[this.i] !== '|' && this.source[this.i] !== ')') {
+      if (!current.some((b) => b.open)) {
+        this.skipAlternative();
+        break;
+      }
+      const next = this.item(current, ci);
+      if (!next || next.length > MAX_BEGINNINGS) return undefined;
+      current = next;
+    }
+    return current;
+  }
+
+  /** The beginnings after the next item: a literal, an escape, a group, a class, an assertion. */
+  private item(current: Beginning[], ci: boolean): Beginning[] | undefined {
+    const c = this.source[this.i] as string;
+    if (c === '^') {
+      this.i++;
+      return current;
+    }
+    if (c === '\\') return this.escape(current, ci);
+    if (c === '(') return this.group(current, ci);
+    if (c === '[') return this.characterClass(current, ci);
+    if (META.has(c) || this.quantified(this.i + 1)) return closed(current);
+    this.i++;
+    return extended(current, [c], ci);
+  }
+
+  private escape(current: Beginning[], ci: boolean): Beginning[] {
+    const e = this.source[this.i + 1] ?? '';
+    if (e === 'b') {
+      this.i += 2;
+      return current;
+    }
+    if (!LITERAL_ESCAPE.test(e) || this.quantified(this.i + 2)) return closed(current);
+    this.i += 2;
+    return extended(current, [e], ci);
+  }
+
+  private group(current: Beginning[], ci: boolean): Beginning[] | undefined {
+    const s = this.source;
+    if (LOOKAROUND.test(s.slice(this.i, this.i + 4))) {
+      this.i += s[this.i + 2] === '<' ? 4 : 3;
+      this.skipGroupBody();
+      this.i++;
+      return current;
+    }
+    let inner = ci;
+    if (s.startsWith('(?:', this.i)) this.i += 3;
+    else if (s.startsWith('(?i:', this.i)) [inner, this.i] = [true, this.i + 4];
+    else if (s.startsWith('(?-i:', this.i)) [inner, this.i] = [false, this.i + 5];
+    else if (s.startsWith('(?<', this.i)) this.i = s.indexOf('>', this.i) + 1;
+    else if (s.startsWith('(?', this.i)) return undefined;
+    else this.i++;
+    const alternatives = this.alternation(inner);
+    if (!alternatives || s[this.i] !== ')') return undefined;
+    this.i++;
+    // `(…)?`, `(…){3}`: the group's text is not a sure beginning.
+    return this.quantified(this.i) ? closed(current) : joined(current, alternatives);
+  }
+
+  /** A small class of plain characters branches (`xox[ar]-`); any other ends the beginning. */
+  private characterClass(current: Beginning[], ci: boolean): Beginning[] {
+    const end = this.source.indexOf(']', this.i + 1);
+    const body = this.source.slice(this.i + 1, end);
+    if (end < 0 || !/^[A-Za-z0-9_]{1,4}$/.test(body) || this.quantified(end + 1)) return closed(current);
+    this.i = end + 1;
+    return extended(current, [...body], ci);
+  }
+
+  private quantified(at: number): boolean {
+    const c = this.source[at];
+    return c === '?' || c === '*' || c === '+' || c === '{';
+  }
+
+  /** Moves to the `|` or `)` that ends the current alternative (classes and groups skipped whole). */
+  private skipAlternative(): void {
+    this.skip((c, depth) => depth === 0 && (c === '|' || c === ')'));
+  }
+
+  /** Moves to the `)` that closes the current group. */
+  private skipGroupBody(): void {
+    this.skip((c, depth) => depth === 0 && c === ')');
+  }
+
+  private skip(stop: (c: string, depth: number) => boolean): void {
+    const s = this.source;
+    let depth = 0;
+    for (; this.i < s.length; this.i++) {
+      const c = s[this.i] as string;
+      if (stop(c, depth)) return;
+      if (c === '\\') this.i++;
+      else if (c === '[') {
+        for (this.i++; this.i < s.length && s[this.i] !== ']'; this.i++) if (s[this.i] === '\\') this.i++;
+      } else if (c === '(') depth++;
+      else if (c === ')') depth--;
+    }
+  }
+}
+
+/**
+ * The literal text every match of `source` begins with, one string per alternative, lower-cased:
+ * undefined when a match may begin with something else (a class, `.`, an optional part) or the
+ * pattern is beyond this reading. Zero-width assertions (`\b`, `^`, lookarounds) are skipped;
+ * groups and alternatives are followed; a small class of plain characters branches (`xox[ar]-`).
+ */
+export function literalBeginnings(source: string, ci: boolean): string[] | undefined {
+  const reader = new BeginningsReader(source);
+  return reader.alternation(ci)?.map((b) => b.text.toLowerCase());
+}
+
+/** Whether every match of `rule` starts with one of its keywords (see {@link literalBeginnings}). */
+function startsWithKeyword(rule: SecretRule): boolean {
+  const beginnings = literalBeginnings(rule.source, rule.flags.includes('i'));
+  if (!beginnings || beginnings.length === 0) return false;
+  return beginnings.every((b) => rule.keywords.some((k) => b.startsWith(k.toLowerCase())));
+}
+
 /**
  * Each rule once, compiled; for each keyword, the rules of every keyword it starts with (`sk-ant`
  * also stands for `sk`: one search finds the longest keyword at a position); and one search for
- * them all.
+ * them all, case-insensitive (every keyword is ASCII, and a regex without the `u` flag folds ASCII
+ * letters only: positions are the text's own).
  */
 function compile(rules: readonly SecretRule[]) {
   const byKeyword = new Map<string, Compiled[]>();
   let count = 0;
+  let anchoredCount = 0;
   for (const rule of rules) {
     let regex: RegExp;
+    let anchored: Compiled['anchored'];
     try {
-      regex = new RegExp(rule.source, `${rule.flags.replace(/[gdy]/g, '')}gd`);
+      const flags = rule.flags.replace(/[gdy]/g, '');
+      regex = new RegExp(rule.source, `${flags}gd`);
+      if (startsWithKeyword(rule))
+        anchored = { test: new RegExp(rule.source, `${flags}y`), exec: new RegExp(rule.source, `${flags}yd`) };
     } catch {
       continue;
     }
     count++;
-    const compiled = { id: rule.id, regex, group: rule.group };
+    if (anchored) anchoredCount++;
+    const compiled: Compiled = { id: rule.id, regex, group: rule.group, ...(anchored ? { anchored } : {}) };
     for (const keyword of new Set(rule.keywords.map((k) => k.toLowerCase())))
       byKeyword.set(keyword, [...(byKeyword.get(keyword) ?? []), compiled]);
   }
@@ -75,24 +270,21 @@ function compile(rules: readonly SecretRule[]) {
     rulesAt.set(keyword, [...all]);
   }
   // Longest first: at each position the search reports the longest keyword that starts there.
-  const search = new RegExp(keywords.map(escapeRegex).join('|'), 'g');
-  return { rulesAt, search, count };
+  const search = new RegExp(keywords.map(escapeRegex).join('|'), 'gi');
+  return { rulesAt, search, count, anchoredCount };
 }
 
-const { rulesAt: RULES_AT, search: KEYWORDS, count: RULE_COUNT } = compile([...LOCAL_RULES, ...GITLEAKS_RULES]);
+const {
+  rulesAt: RULES_AT,
+  search: KEYWORDS,
+  count: RULE_COUNT,
+  anchoredCount: ANCHORED_COUNT,
+} = compile([...LOCAL_RULES, ...GITLEAKS_RULES]);
 
 /** How many rules the redaction runs (for docs and benchmarks). */
 export const SECRET_RULE_COUNT = RULE_COUNT;
-
-/** `text` lowered with the same length, so that positions carry over (`İ` lowers to two characters: then ASCII capitals only). */
-function asciiLower(text: string): string {
-  const lower = text.toLowerCase();
-  if (lower.length === text.length) return lower;
-  // İ is the one character whose lower case is longer (`i` and a combining dot): an `I` for
-  // this search (every keyword is ASCII).
-  const dotless = text.replace(/\u0130/g, 'I').toLowerCase();
-  return dotless.length === text.length ? dotless : text.replace(/[A-Z]+/g, (run) => run.toLowerCase());
-}
+/** How many of them are tried only where one of their keywords starts (for docs and benchmarks). */
+export const ANCHORED_RULE_COUNT = ANCHORED_COUNT;
 
 interface RuleSpan {
   start: number;
@@ -103,16 +295,38 @@ interface RuleSpan {
 /** Every match of the rules in `text`, in order and without overlaps (the earlier, then the longer, wins). */
 export function ruleSpans(text: string): RuleSpan[] {
   if (text.length < 8) return [];
-  const lower = asciiLower(text);
+  const found: RuleSpan[] = [];
+  const add = (rule: Compiled, m: RegExpExecArray, offset: number) => {
+    const indices = m.indices?.[rule.group] ?? m.indices?.[0];
+    if (!indices) return;
+    const [a, b] = indices;
+    if (b > a) found.push({ start: offset + a, end: offset + b, mask: `[REDACTED:${rule.id}]` });
+  };
   // One pass over the text for every keyword (each position tried once: a keyword may start inside
-  // another's occurrence); each rule gets the stretches around its keywords, neighbours joined.
+  // another's occurrence). A rule whose matches start with a keyword is tried there, once; the
+  // others get the stretches around their keywords, neighbours joined.
   const stretches = new Map<Compiled, Array<[number, number]>>();
-  const search = new RegExp(KEYWORDS.source, 'g');
-  for (let m = search.exec(lower); m !== null; m = search.exec(lower)) {
+  // Where each rule tried at its keywords last matched up to: as over a stretch, a rule's next match
+  // starts after its last (a keyword repeated, `glpat-glpat-…`, is one match, not one per copy).
+  const matchedTo = new Map<Compiled, number>();
+  const search = new RegExp(KEYWORDS.source, 'gi');
+  for (let m = search.exec(text); m !== null; m = search.exec(text)) {
     const at = m.index;
     const start = Math.max(0, at - WINDOW_BEFORE);
-    const end = Math.min(lower.length, at + m[0].length + WINDOW_AFTER);
-    for (const rule of RULES_AT.get(m[0]) ?? []) {
+    const end = Math.min(text.length, at + m[0].length + WINDOW_AFTER);
+    for (const rule of RULES_AT.get(m[0].toLowerCase()) ?? []) {
+      const anchored = rule.anchored;
+      if (anchored) {
+        if (at < (matchedTo.get(rule) ?? 0)) continue;
+        anchored.test.lastIndex = at;
+        if (!anchored.test.test(text)) continue;
+        anchored.exec.lastIndex = at;
+        const hit = anchored.exec.exec(text);
+        if (!hit) continue;
+        add(rule, hit, 0);
+        matchedTo.set(rule, at + Math.max(1, hit[0].length));
+        continue;
+      }
       let list = stretches.get(rule);
       if (!list) stretches.set(rule, (list = []));
       const last = list.at(-1);
@@ -121,17 +335,8 @@ export function ruleSpans(text: string): RuleSpan[] {
     }
     search.lastIndex = at + 1;
   }
-  const found: RuleSpan[] = [];
-  for (const [rule, list] of stretches) {
-    for (const [from, to] of list) {
-      for (const m of text.slice(from, to).matchAll(rule.regex)) {
-        const indices = m.indices?.[rule.group] ?? m.indices?.[0];
-        if (!indices) continue;
-        const [a, b] = indices;
-        if (b > a) found.push({ start: from + a, end: from + b, mask: `[REDACTED:${rule.id}]` });
-      }
-    }
-  }
+  for (const [rule, list] of stretches)
+    for (const [from, to] of list) for (const m of text.slice(from, to).matchAll(rule.regex)) add(rule, m, from);
   found.sort((a, b) => a.start - b.start || b.end - a.end);
   const out: RuleSpan[] = [];
   let last = -1;
