@@ -6,6 +6,9 @@
 //   node bench/redaction.ts --impl FILE --sizes 0.1,0.2 --runs 1
 //                                             (time another redactSecrets, e.g. an older copy of
 //                                              src/compaction/redact.ts, at 100 and 200 KB)
+//   node bench/redaction.ts --quick --vs FILE (this redactSecrets against another, paired: the two
+//                                              alternate on each input, so that a machine shared
+//                                              with other work slows both alike)
 //
 // Every shape must be linear: from 1 to 2 to 4 MB a time should double, not quadruple. The second
 // table replays the examples found by probing the guard, the last through beforeModel (a compaction whose
@@ -30,6 +33,7 @@ const quick = process.argv.includes('--quick');
 const SIZES = (option('--sizes') ?? (quick ? '1' : '1,2,4')).split(',').map((s) => Math.round(Number(s) * MB));
 const RUNS = Number(option('--runs') ?? (quick ? 3 : 5));
 const implPath = option('--impl');
+const vsPath = option('--vs');
 const redactSecrets: (text: string) => string = implPath
   ? ((await import(new URL(implPath, `file://${process.cwd()}/`).href)) as { redactSecrets: (text: string) => string })
       .redactSecrets
@@ -179,6 +183,35 @@ const ORDINARY: Case = {
   name: 'ordinary text: the source files of src/, repeated',
   make: ordinaryText,
 };
+if (vsPath) {
+  const other = (
+    (await import(new URL(vsPath, `file://${process.cwd()}/`).href)) as { redactSecrets: (text: string) => string }
+  ).redactSecrets;
+  for (const c of ADVERSARIAL) other(c.make(4096));
+  const size = SIZES[0] as number;
+  console.log(`node ${process.version}, ${RUNS} runs per cell, each input at ${sizeLabel(size)}, against ${vsPath}\n`);
+  console.log('| shape | input | this, median ms | the other, median ms | this / the other |');
+  console.log('|---|---|---:|---:|---:|');
+  for (const c of [...ADVERSARIAL, ORDINARY]) {
+    const text = c.make(size);
+    const mine: number[] = [];
+    const theirs: number[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      for (const [fn, into] of [
+        [redactSecrets, mine],
+        [other, theirs],
+      ] as const) {
+        const t = performance.now();
+        fn(text);
+        into.push(performance.now() - t);
+      }
+    }
+    const a = median(mine.sort((x, y) => x - y));
+    const b = median(theirs.sort((x, y) => x - y));
+    console.log(`| ${c.label} | \`${c.name.replaceAll('|', '\\|')}\` | ${ms(a)} | ${ms(b)} | ${(a / b).toFixed(2)} |`);
+  }
+  process.exit(0);
+}
 const results = [...ADVERSARIAL, ORDINARY].map((c) => ({ ...c, times: SIZES.map((size) => time(c.make(size), RUNS)) }));
 
 console.log(`node ${process.version}, ${RUNS} runs per cell${implPath ? `, redactSecrets from ${implPath}` : ''}\n`);

@@ -46,6 +46,8 @@ const WINDOW_AFTER = 1_024;
 
 interface Compiled {
   id: string;
+  /** Its place among the compiled rules (per-call state is kept in arrays by it). */
+  index: number;
   regex: RegExp;
   /**
    * Set when every match of the rule starts with one of its keywords (`SK[0-9a-f]{32}`, `\bhf_…`):
@@ -258,7 +260,13 @@ function compile(rules: readonly SecretRule[]) {
     }
     count++;
     if (anchored) anchoredCount++;
-    const compiled: Compiled = { id: rule.id, regex, group: rule.group, ...(anchored ? { anchored } : {}) };
+    const compiled: Compiled = {
+      id: rule.id,
+      index: count - 1,
+      regex,
+      group: rule.group,
+      ...(anchored ? { anchored } : {}),
+    };
     for (const keyword of new Set(rule.keywords.map((k) => k.toLowerCase())))
       byKeyword.set(keyword, [...(byKeyword.get(keyword) ?? []), compiled]);
   }
@@ -308,23 +316,24 @@ export function ruleSpans(text: string): RuleSpan[] {
   const stretches = new Map<Compiled, Array<[number, number]>>();
   // Where each rule tried at its keywords last matched up to: as over a stretch, a rule's next match
   // starts after its last (a keyword repeated, `glpat-glpat-…`, is one match, not one per copy).
-  const matchedTo = new Map<Compiled, number>();
+  const matchedTo = new Int32Array(RULE_COUNT);
   const search = new RegExp(KEYWORDS.source, 'gi');
   for (let m = search.exec(text); m !== null; m = search.exec(text)) {
     const at = m.index;
     const start = Math.max(0, at - WINDOW_BEFORE);
     const end = Math.min(text.length, at + m[0].length + WINDOW_AFTER);
-    for (const rule of RULES_AT.get(m[0].toLowerCase()) ?? []) {
+    const keyword = m[0];
+    for (const rule of RULES_AT.get(keyword) ?? RULES_AT.get(keyword.toLowerCase()) ?? []) {
       const anchored = rule.anchored;
       if (anchored) {
-        if (at < (matchedTo.get(rule) ?? 0)) continue;
+        if (at < (matchedTo[rule.index] as number)) continue;
         anchored.test.lastIndex = at;
         if (!anchored.test.test(text)) continue;
         anchored.exec.lastIndex = at;
         const hit = anchored.exec.exec(text);
         if (!hit) continue;
         add(rule, hit, 0);
-        matchedTo.set(rule, at + Math.max(1, hit[0].length));
+        matchedTo[rule.index] = at + Math.max(1, hit[0].length);
         continue;
       }
       let list = stretches.get(rule);
