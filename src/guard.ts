@@ -3,6 +3,7 @@
 // afterModel folds the provider's real count into the calibration (call/usage.ts). State goes
 // through the session repository (state/repository.ts). Nothing here ever throws into the host
 // agent: failures become events, and a call that fails inside the guard fails closed.
+import { LRUCache } from 'lru-cache';
 import { Archive } from './archive/archive.ts';
 import type { CompactionReceipt, RecalledItem, RecallOptions } from './archive/types.ts';
 import type {
@@ -23,6 +24,7 @@ import { DEFAULTS, resolveOptions, type ContextGuardOptions, type ResolvedOption
 import { CircuitBreaker } from './compaction/compaction.ts';
 import type { ContextGuardEvent, ErrorEvent } from './events.ts';
 import type { GuardMessage } from './messages.ts';
+import { atMostEntries } from './state/bounded.ts';
 import { SessionRepository } from './state/repository.ts';
 import type { SessionStatus } from './state/session.ts';
 import type { StateStore } from './state/store.ts';
@@ -46,13 +48,14 @@ class Guard implements ContextGuard {
   /**
    * Each session's last call as far as its window goes (model id, host window), so that a provider's
    * rejection of that call teaches the window of the right model. In-process (the rejection comes
-   * back to the process that sent the call), bounded by `maxSessions`, the oldest forgotten first.
+   * back to the process that sent the call), bounded by `maxSessions`, the least recently changed forgotten first.
    */
-  private readonly lastModels = new Map<string, { modelId: string | undefined; contextWindow: number | undefined }>();
+  private readonly lastModels: LRUCache<string, { modelId: string | undefined; contextWindow: number | undefined }>;
 
   constructor(resolved: ResolvedOptions) {
     this.options = resolved;
     this.subscriptions = new SessionSubscriptions(resolved.maxSessions);
+    this.lastModels = new LRUCache(atMostEntries(resolved.maxSessions));
     this.sessions = new SessionRepository({
       store: resolved.store,
       maxSessions: resolved.maxSessions,
@@ -113,12 +116,8 @@ class Guard implements ContextGuard {
   private rememberModel(sessionId: string, input: BeforeModelInput): void {
     const modelId = typeof input.modelId === 'string' ? input.modelId : undefined;
     const contextWindow = typeof input.contextWindow === 'number' ? input.contextWindow : undefined;
-    const last = this.lastModels.get(sessionId);
+    const last = this.lastModels.peek(sessionId);
     if (last && last.modelId === modelId && last.contextWindow === contextWindow) return;
-    if (!last && this.lastModels.size >= this.options.maxSessions) {
-      const oldest = this.lastModels.keys().next().value;
-      if (oldest !== undefined) this.lastModels.delete(oldest);
-    }
     this.lastModels.set(sessionId, { modelId, contextWindow });
   }
 
@@ -177,7 +176,7 @@ class Guard implements ContextGuard {
       // A limit the provider names becomes the model's window (the retry's compaction fits it).
       const limit = windowFromError(input.error);
       if (limit !== undefined) {
-        const last = this.lastModels.get(sessionId);
+        const last = this.lastModels.peek(sessionId);
         const modelId = typeof input.modelId === 'string' ? input.modelId : last?.modelId;
         const hostWindow = typeof input.contextWindow === 'number' ? input.contextWindow : last?.contextWindow;
         this.resolver.learn(sessionId, modelId, limit, hostWindow);

@@ -1,7 +1,9 @@
 // Listeners of one session's events (guard.subscribe): what a live view of the context hears. Held
 // per guard, at most `max` in all: a host that forgets to end its subscriptions (one per request,
 // say) drops its oldest ones rather than growing without bound.
+import { LRUCache } from 'lru-cache';
 import type { ContextGuardEvent } from './events.ts';
+import { atMostEntries } from './state/bounded.ts';
 
 export type SessionListener = (event: ContextGuardEvent) => void;
 
@@ -11,14 +13,17 @@ interface Subscription {
 }
 
 export class SessionSubscriptions {
-  /** Every subscription, oldest first (a Map keeps insertion order): the one dropped at the bound. */
-  private readonly all = new Map<Subscription, true>();
+  /** Every subscription, at most `max`: past it the oldest is dropped (and leaves its session's set). */
+  private readonly all: LRUCache<Subscription, true>;
   private readonly bySession = new Map<string, Set<Subscription>>();
 
-  private readonly max: number;
-
   constructor(max: number) {
-    this.max = max;
+    this.all = new LRUCache({
+      ...atMostEntries(max),
+      disposeAfter: (_value, subscription, reason) => {
+        if (reason === 'evict') this.leave(subscription);
+      },
+    });
   }
 
   /** Whether the session has a listener. */
@@ -28,10 +33,6 @@ export class SessionSubscriptions {
 
   add(sessionId: string, listener: SessionListener): () => void {
     const subscription: Subscription = { sessionId, listener };
-    while (this.all.size >= this.max) {
-      const oldest = this.all.keys().next().value as Subscription;
-      this.remove(oldest);
-    }
     this.all.set(subscription, true);
     let set = this.bySession.get(sessionId);
     if (!set) this.bySession.set(sessionId, (set = new Set()));
@@ -56,7 +57,11 @@ export class SessionSubscriptions {
   }
 
   private remove(subscription: Subscription): void {
-    if (!this.all.delete(subscription)) return;
+    if (this.all.delete(subscription)) this.leave(subscription);
+  }
+
+  /** Takes the subscription out of its session's set. */
+  private leave(subscription: Subscription): void {
     const set = this.bySession.get(subscription.sessionId);
     set?.delete(subscription);
     if (set?.size === 0) this.bySession.delete(subscription.sessionId);

@@ -2,12 +2,13 @@
 // earlier compactions), tool pairing is repaired, and the prompt is estimated with the session's
 // calibration (decide.ts then decides whether to compact). Pure but for the measurer's incremental
 // caches and the pairing progress: no store, no events.
+import { LRUCache } from 'lru-cache';
 import type { Call } from './measure.ts';
 import type { ResolvedCalibration } from '../config.ts';
 import { renderView, replaceMedia, requestEditsDropped, type CompactionMemo, type View } from '../compaction/memo.ts';
 import { requestIndex } from '../compaction/request.ts';
 import { lastUnitStart, repairToolPairing } from '../compaction/structure.ts';
-import { RecentMap } from '../state/recent.ts';
+import { atMostEntries } from '../state/bounded.ts';
 import type { SessionState } from '../state/session.ts';
 import { compactionCalibration, estimate, oneOffJump, priceAfterReset, type Estimate } from '../tokens/calibration.ts';
 import { extendsPrompt, type MeasuredPrompt } from '../tokens/prompt-measure.ts';
@@ -47,15 +48,15 @@ export interface FixedPart {
  * repair: the next call checks from there, so the cost follows what was added.
  */
 export class PairingProgress {
-  private readonly validUpTo: RecentMap<string, number>;
+  private readonly validUpTo: LRUCache<string, number>;
 
   constructor(max: number) {
-    this.validUpTo = new RecentMap(max);
+    this.validUpTo = new LRUCache(atMostEntries(max));
   }
 
   /** The index checked up to, forgotten until `set` (a call that repaired something checks again). */
   take(sessionId: string): number {
-    const n = this.validUpTo.get(sessionId) ?? 0;
+    const n = this.validUpTo.peek(sessionId) ?? 0;
     if (n > 0) this.validUpTo.set(sessionId, 0);
     return n;
   }

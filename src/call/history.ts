@@ -1,8 +1,9 @@
 // The history comparison: each call's messages compared with the session's last ones, once, by
 // identity or by content (a host that rebuilds its objects), amortized over calls for a long
 // history; what is found the same is not checked or measured again.
+import { LRUCache } from 'lru-cache';
 import type { GuardMessage } from '../messages.ts';
-import { RecentMap } from '../state/recent.ts';
+import { atMostEntries } from '../state/bounded.ts';
 import { MessageKeys, type CanonicalMessages } from '../tokens/prompt-measure.ts';
 import { validMessages, type ValidatedMessages } from './check.ts';
 
@@ -115,17 +116,17 @@ export interface CheckedInput extends ValidatedMessages {
  * looked at again.
  */
 export class CheckedInputs {
-  private readonly last: RecentMap<string, CheckedHistory>;
+  private readonly last: LRUCache<string, CheckedHistory>;
   private readonly amortized: boolean;
 
   constructor(max: number, historyCheck: 'amortized' | 'full' = 'amortized') {
-    this.last = new RecentMap(max);
+    this.last = new LRUCache(atMostEntries(max));
     this.amortized = historyCheck === 'amortized';
   }
 
   /** Checks `input` against the session's last one; `compareAll`: none of it taken on trust (see verify). */
   check(sessionId: string, input: readonly unknown[], options?: { compareAll: boolean }): CheckedInput {
-    const history = this.last.get(sessionId);
+    const history = this.last.peek(sessionId);
     const compared = this.compare(history, input, options);
     const { same } = compared;
     const checked = validMessages(input, same, history?.canon);
@@ -210,7 +211,7 @@ export class CheckedInputs {
    * input checked again from the first message that differs, with its canonical form replaced.
    */
   verify(sessionId: string, input: readonly unknown[]): CheckedInput | undefined {
-    const history = this.last.get(sessionId);
+    const history = this.last.peek(sessionId);
     if (!history || history.verified || history.canon.length !== input.length) return undefined;
     const checked = this.check(sessionId, input, { compareAll: true });
     return checked.unchanged === input.length && checked.dropped.length === 0 ? undefined : checked;

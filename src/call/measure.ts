@@ -2,12 +2,14 @@
 // the model registry, or the fallback, never above a limit the provider named), how its text is
 // counted, and the measures of its messages. Problems with the configuration surface here, once
 // each, as events; the call goes on.
+import { LRUCache } from 'lru-cache';
 import { DEFAULTS, MIN_CONTEXT_WINDOW, thresholdFor, type ResolvedOptions } from '../config.ts';
 import type { ContextGuardEvent } from '../events.ts';
 import type { GuardMessage, ToolDefinition } from '../messages.ts';
 import { CHARACTER_MEASURE, encodingFor, textMeasure, type TextMeasure } from '../tokens/exact.ts';
 import { mediaProviderForModel } from '../tokens/media.ts';
 import type { CanonicalMessages, MeasuredPrompt, PromptMeasurer } from '../tokens/prompt-measure.ts';
+import { atMostEntries } from '../state/bounded.ts';
 import { matchingOverride, resolveModelInfo } from '../tokens/windows.ts';
 
 /** One beforeModel call: its messages, its window, and how its prompts are measured. */
@@ -87,13 +89,15 @@ interface ModelFacts {
 
 /** Model ids whose facts are kept (a guard serves a handful; a host inventing ids cannot grow it). */
 const MODEL_FACTS = 64;
+/** The facts' key of calls without a model id (a cache key cannot be undefined; '' is an id too). */
+const NO_MODEL = Symbol('no model id');
 
 /** Resolves windows, thresholds and text measures, reporting each configuration problem once. */
 export class CallResolver {
-  private readonly facts = new Map<string | undefined, ModelFacts>();
-  private readonly reportedModels = new Set<string>();
-  /** Windows providers named in their rejections, by model id ('' for calls without one). */
-  private readonly learned = new Map<string, number>();
+  private readonly facts = new LRUCache<string | typeof NO_MODEL, ModelFacts>(atMostEntries(MODEL_FACTS));
+  private readonly reportedModels = new LRUCache<string, true>(atMostEntries(MODEL_FACTS));
+  /** Windows providers named in their rejections, by model id ('' for calls without one), the oldest forgotten first. */
+  private readonly learned = new LRUCache<string, number>(atMostEntries(DEFAULTS.maxLearnedWindows));
   private tokenizerReported = false;
   private readonly options: ResolvedOptions;
   private readonly emit: (event: ContextGuardEvent) => void;
@@ -105,15 +109,14 @@ export class CallResolver {
 
   /** The registry's answers for a model id (and the options'), from the cache after the first call. */
   private factsOf(modelId: string | undefined): ModelFacts {
-    let facts = this.facts.get(modelId);
+    let facts = this.facts.peek(modelId ?? NO_MODEL);
     if (!facts) {
       facts = {
         window: modelId ? resolveModelInfo(modelId, this.options.models)?.contextWindow : undefined,
         encoding: encodingFor(this.options.exactCounting, modelId, this.options.models),
         provider: mediaProviderForModel(modelId),
       };
-      if (this.facts.size >= MODEL_FACTS) this.facts.clear();
-      this.facts.set(modelId, facts);
+      this.facts.set(modelId ?? NO_MODEL, facts);
     }
     return facts;
   }
@@ -124,7 +127,7 @@ export class CallResolver {
    */
   window(sessionId: string, modelId: string | undefined, callWindow: number | undefined): number {
     const window = this.configuredWindow(sessionId, modelId, callWindow);
-    const learned = this.learned.get(modelId ?? '');
+    const learned = this.learned.peek(modelId ?? '');
     return learned !== undefined && learned < window ? learned : window;
   }
 
@@ -138,8 +141,7 @@ export class CallResolver {
     const key = modelId ?? '';
     if (!this.reportedModels.has(key)) {
       // Bounded like the facts: a host inventing ids gets reported again, never grows the set.
-      if (this.reportedModels.size >= MODEL_FACTS) this.reportedModels.clear();
-      this.reportedModels.add(key);
+      this.reportedModels.set(key, true);
       const message = modelId
         ? `no context window is known for model "${modelId}": guarding it with the fallback window of ${fallback} tokens (\`fallbackContextWindow\`); set \`contextWindow\` or \`models: { "${modelId}": <tokens> }\` to use its real window`
         : `no \`contextWindow\` is set and the call has no model id: guarding it with the fallback window of ${fallback} tokens (\`fallbackContextWindow\`)`;
@@ -166,11 +168,6 @@ export class CallResolver {
     const previous = this.window(sessionId, modelId, callWindow);
     if (limit >= previous) return false;
     const key = modelId ?? '';
-    this.learned.delete(key);
-    if (this.learned.size >= DEFAULTS.maxLearnedWindows) {
-      const oldest = this.learned.keys().next().value;
-      if (oldest !== undefined) this.learned.delete(oldest);
-    }
     this.learned.set(key, limit);
     this.emit({ type: 'window-learned', sessionId, ...(modelId ? { modelId } : {}), contextWindow: limit, previous });
     return true;

@@ -9,13 +9,14 @@
 // copy of it), then against a per-object cache (messages kept after a compaction move position),
 // and only then measured. The cache lives in this process only; the session state keeps just
 // fingerprints.
+import { LRUCache } from 'lru-cache';
 import type { GuardMessage, ToolDefinition } from '../messages.ts';
 import type { PromptFingerprint, RequestMeasure } from './fingerprint.ts';
 import { hashMessage } from './hash.ts';
 import type { TextMeasure } from './exact.ts';
 import { measureMessage, measureTool } from './heuristic.ts';
 import type { MediaProvider } from './media.ts';
-import { RecentMap } from '../state/recent.ts';
+import { atMostEntries } from '../state/bounded.ts';
 
 /** One measured message. */
 export interface Entry {
@@ -405,7 +406,7 @@ export class MessageKeys {
 }
 
 export class PromptMeasurer {
-  private readonly sessions: RecentMap<string, SessionCache>;
+  private readonly sessions: LRUCache<string, SessionCache>;
   /**
    * Measures by message object, across sessions and keys: where a message measured before is found
    * at another position (kept after a compaction, in a candidate prompt). Filled lazily: a measure
@@ -417,7 +418,7 @@ export class PromptMeasurer {
   private readonly unpublished: SessionCache[] = [];
   private readonly toolCache = new WeakMap<object, { key: string; chars: number }>();
   constructor(maxSessions: number) {
-    this.sessions = new RecentMap(maxSessions);
+    this.sessions = new LRUCache(atMostEntries(maxSessions));
   }
 
   /**
@@ -458,7 +459,7 @@ export class PromptMeasurer {
     text: TextMeasure,
   ): MeasuredPrompt {
     const kind = this.kindOf(provider, text.key);
-    const kept = this.sessions.get(sessionId);
+    const kept = this.sessions.peek(sessionId);
     const cache = kept && kept.kind === kind ? kept : emptyCache(kind);
     const same = unchangedPrefix(cache, messages, n, form);
     this.extend(cache, messages, same, n, provider, text);
