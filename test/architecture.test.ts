@@ -20,6 +20,8 @@ import {
   longFunctions,
   looseFiles,
   sameNames,
+  staleFileNames,
+  unnamedFolders,
 } from './architecture.ts';
 
 /** Import cycles (type-level ones too), each as the sorted files of one strongly connected group. */
@@ -101,5 +103,10 @@ describe('architecture', () => {
       [...(off ?? [])].sort(),
       'the biome.json override that turns noExcessiveLinesPerFunction off lists the files of KNOWN_LONG_FUNCTIONS',
     ).toEqual([...new Set(KNOWN_LONG_FUNCTIONS.map((f) => f.split(':')[0]!))].sort());
+  });
+
+  it('docs/ARCHITECTURE.md names every folder, and every file it names exists', () => {
+    expect(unnamedFolders(), 'folders docs/ARCHITECTURE.md does not name').toEqual([]);
+    expect(staleFileNames(), 'files docs/ARCHITECTURE.md names that are not in the repository').toEqual([]);
   });
 });

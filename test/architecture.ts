@@ -267,6 +267,48 @@ export function layerOffenders(): string[] {
   return offenders;
 }
 
+// --- docs/ARCHITECTURE.md against the code ---------------------------------------------------------
+
+/** The folders of the repository a newcomer meets (test/ mirrors src/ and adapters/: its own are not listed). */
+export function folders(): string[] {
+  const out = new Set<string>();
+  for (const top of ['src', 'adapters', 'cli', 'bench', 'examples', 'scripts', 'docs', 'test']) {
+    out.add(top);
+    if (top === 'test') continue;
+    for (const entry of readdirSync(join(root, top), { recursive: true, withFileTypes: true }))
+      if (entry.isDirectory() && !entry.name.startsWith('.'))
+        out.add(relative(root, join(entry.parentPath, entry.name)).split('\\').join('/'));
+  }
+  return [...out].sort();
+}
+
+const architecture = (): string => readFileSync(join(root, 'docs', 'ARCHITECTURE.md'), 'utf8');
+
+/** Folders docs/ARCHITECTURE.md does not name (as `path/`, or its last parts followed by `/`). */
+export function unnamedFolders(): string[] {
+  const doc = architecture();
+  return folders().filter((folder) => {
+    const parts = folder.split('/');
+    return !parts.some((_, i) => doc.includes(`${parts.slice(i).join('/')}/`));
+  });
+}
+
+/** Every tracked-looking file of the repository, as a path from its root. */
+function repositoryFiles(): string[] {
+  const out: string[] = [];
+  for (const top of ['src', 'adapters', 'cli', 'bench', 'examples', 'scripts', 'docs', 'test'])
+    for (const entry of readdirSync(join(root, top), { recursive: true, withFileTypes: true }))
+      if (entry.isFile()) out.push(relative(root, join(entry.parentPath, entry.name)).split('\\').join('/'));
+  return out;
+}
+
+/** `.ts` files docs/ARCHITECTURE.md names (whole paths or their last parts) that no file of the repository is. */
+export function staleFileNames(): string[] {
+  const known = repositoryFiles();
+  const named = new Set(architecture().match(/[\w./-]*[\w-]+\.ts\b/g) ?? []);
+  return [...named].filter((name) => !known.some((file) => file === name || file.endsWith(`/${name}`))).sort();
+}
+
 if (import.meta.main) {
   const today = {
     KNOWN_CYCLES: cycles(),
@@ -275,6 +317,8 @@ if (import.meta.main) {
     KNOWN_BOOLEAN_ARGUMENTS: booleanArguments(),
     KNOWN_LONG_FUNCTIONS: longFunctions(),
     layerOffenders: layerOffenders(),
+    unnamedFolders: unnamedFolders(),
+    staleFileNames: staleFileNames(),
   };
   console.log(JSON.stringify(today, null, 2));
 }
