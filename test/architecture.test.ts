@@ -22,6 +22,7 @@ import {
   sameNames,
   staleFileNames,
   unnamedFolders,
+  upwardValueImports,
 } from './architecture.ts';
 
 /** Import cycles (type-level ones too), each as the sorted files of one strongly connected group. */
@@ -63,6 +64,10 @@ describe('architecture', () => {
 
   it('adapters import only the public core (src/index.ts), and the core no adapter or framework', () => {
     expect(layerOffenders()).toEqual([]);
+  });
+
+  it('imports values only down the layers of docs/ARCHITECTURE.md (test/architecture.ts LAYERS)', () => {
+    expect(upwardValueImports()).toEqual([]);
   });
 
   it(`has at most ${MAX_LOOSE_FILES} loose files in src/, beyond the known ones`, () => {

@@ -267,6 +267,55 @@ export function layerOffenders(): string[] {
   return offenders;
 }
 
+// --- layers ------------------------------------------------------------------------------------------
+
+/**
+ * The core's layers, top first, as docs/ARCHITECTURE.md draws them: a value import goes to the same
+ * layer or one below (type-only imports may point up: public shapes named where they are used).
+ */
+export const LAYERS: string[][] = [
+  ['index.ts'],
+  ['guard.ts'],
+  ['call/'],
+  ['compaction/compaction.ts', 'api.ts', 'config.ts', 'subscriptions.ts'],
+  ['archive/'],
+  ['compaction/'],
+  ['tokens/'],
+  ['state/'],
+  ['events.ts', 'messages.ts'],
+];
+
+/** The layer of a file of src/: its own name when a layer names it, else its folder's. */
+function layerOf(file: string): number {
+  const path = file.slice('src/'.length);
+  const folder = path.includes('/') ? `${path.slice(0, path.indexOf('/'))}/` : path;
+  const own = LAYERS.findIndex((layer) => layer.includes(path));
+  return own >= 0 ? own : LAYERS.findIndex((layer) => layer.includes(folder));
+}
+
+/** Value imports of src/ that go up the layers, or from or to a file no layer holds. */
+export function upwardValueImports(): string[] {
+  const out: string[] = [];
+  for (const file of files) {
+    if (!file.startsWith('src/')) continue;
+    const { result } = parsed.get(file)!;
+    const requests = result.module.staticImports
+      .filter((i) => i.entries.length === 0 || i.entries.some((e) => !e.isType))
+      .map((i) => i.moduleRequest.value);
+    for (const e of result.module.staticExports)
+      for (const entry of e.entries) if (entry.moduleRequest && !entry.isType) requests.push(entry.moduleRequest.value);
+    for (const request of requests) {
+      if (!request.startsWith('.')) continue;
+      const to = normalize(join(dirname(file), request))
+        .split('\\')
+        .join('/');
+      const [from, into] = [layerOf(file), layerOf(to)];
+      if (from < 0 || into < 0 || into < from) out.push(`${file} → ${to}`);
+    }
+  }
+  return [...new Set(out)].sort();
+}
+
 // --- docs/ARCHITECTURE.md against the code ---------------------------------------------------------
 
 /** The folders of the repository a newcomer meets (test/ mirrors src/ and adapters/: its own are not listed). */
@@ -317,6 +366,7 @@ if (import.meta.main) {
     KNOWN_BOOLEAN_ARGUMENTS: booleanArguments(),
     KNOWN_LONG_FUNCTIONS: longFunctions(),
     layerOffenders: layerOffenders(),
+    upwardValueImports: upwardValueImports(),
     unnamedFolders: unnamedFolders(),
     staleFileNames: staleFileNames(),
   };
