@@ -1667,8 +1667,10 @@ async function runConversation(
       spec.giantSystem < 1 ? 'giant system prompt (near the threshold)' : 'giant system prompt (over the threshold)',
     );
   }
-  if (spec.hiddenShare && window <= HIDDEN_MAX_WINDOW)
+  if (spec.hiddenShare && window <= HIDDEN_MAX_WINDOW) {
     tally(spec.hiddenShare.sums ? 'hidden share, the host summing steps' : 'hidden share');
+    if (window > 200_000) tally('hidden share on a window over 200k');
+  }
   // Entries are messages, or the junk a buggy host leaves in its history.
   let history: unknown[] = [...systems, b.user(spec.first)].map(deepFreeze);
   let call = 0;
@@ -2367,12 +2369,14 @@ async function runConversation(
 const HIDDEN_KNOWN = 0.6;
 
 /**
- * Windows the hidden-share class runs on (the windows of the agents that hide a system prompt and
- * tools, Claude Code's 200k among them). Past it, a hidden part of 40-90% of a 1M window with a
- * request of hundreds of thousands of tokens makes the last resort send the request cut to the
- * window's room, over the threshold (`over-threshold-after-cut`): left open, see BENCHMARKS.md.
+ * Windows the hidden-share class runs on: every window the soak generates (4k-1M). It was held to
+ * 200k while a hidden part of 40-90% of a 1M window beside a request of hundreds of thousands of
+ * tokens made the last resort stop over the threshold (`over-threshold-after-cut`); since the last
+ * resort cuts until the prompt is under the threshold, runs with it at 1M are clean (2,000
+ * conversations with seeds 937377671, 2046551328 and 2104341700; the full runs in BENCHMARKS.md, whose
+ * "hidden share on a window over 200k" counts them).
  */
-const HIDDEN_MAX_WINDOW = 200_000;
+const HIDDEN_MAX_WINDOW = 1_000_000;
 
 function invisibleTokens(spec: ConversationSpec, window: number): number {
   if (spec.hiddenShare && window <= HIDDEN_MAX_WINDOW) return hiddenTokens(spec.hiddenShare, window);
