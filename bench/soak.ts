@@ -1540,19 +1540,47 @@ function record(c: Counters, detail: ViolationDetail): void {
 
 /** Serializable copy of a history (bytes as base64, cycles as a marker, `undefined` entries as null) for a dump. */
 function serializable(value: unknown): unknown {
+  return JSON.parse(serializedText(value));
+}
+
+/** The JSON text of `serializable(value)`, without building the copy (the checks search it on every call). */
+function serializedText(value: unknown): string {
   const path: object[] = [];
-  return JSON.parse(
-    JSON.stringify(value, function (this: unknown, _k, v: unknown) {
-      if (v instanceof Uint8Array) return { $bytesBase64: Buffer.from(v).toString('base64') };
-      if (v && typeof v === 'object') {
-        // `this` is the holder: the objects on the path to it are its ancestors.
-        while (path.length > 0 && path[path.length - 1] !== this) path.pop();
-        if (path.includes(v)) return { $cycle: true };
-        path.push(v);
-      }
-      return v;
-    }),
-  );
+  return JSON.stringify(value, function (this: unknown, _k, v: unknown) {
+    if (v instanceof Uint8Array) return { $bytesBase64: Buffer.from(v).toString('base64') };
+    if (v && typeof v === 'object') {
+      // `this` is the holder: the objects on the path to it are its ancestors.
+      while (path.length > 0 && path[path.length - 1] !== this) path.pop();
+      if (path.includes(v)) return { $cycle: true };
+      path.push(v);
+    }
+    return v;
+  });
+}
+
+/** Messages already searched for the stray result's mark (histories are frozen and sent again call after call). */
+const orphanMarked = new WeakMap<object, boolean>();
+
+/**
+ * Whether a message holds the stray tool result's mark in one of its strings. Searched in place: a
+ * copy serialized for each message of each output (multi-MB PDFs, histories of 1.2M characters)
+ * cost the soak seconds of its event loop a batch, which the other conversations' calls counted as
+ * their own (`stall`). Bytes need no search (no base64 holds the mark's spaces and `~`).
+ */
+function holdsOrphanMark(message: unknown): boolean {
+  if (!message || typeof message !== 'object') return false;
+  const known = orphanMarked.get(message);
+  if (known !== undefined) return known;
+  const seen = new Set<object>();
+  const search = (value: unknown): boolean => {
+    if (typeof value === 'string') return value.includes(ORPHAN_MARK);
+    if (!value || typeof value !== 'object' || ArrayBuffer.isView(value) || seen.has(value)) return false;
+    seen.add(value);
+    return Object.values(value).some(search);
+  };
+  const found = search(message);
+  orphanMarked.set(message, found);
+  return found;
 }
 
 const WATCHDOG = Symbol('watchdog');
@@ -2078,10 +2106,16 @@ async function runConversation(
       }
     }
 
+    // The output's JSON text, serialized once for the checks that search it.
+    let outJson: string | undefined;
+    const outText = (): string => {
+      outJson ??= serializedText(out);
+      return outJson;
+    };
     // An edit meant for another result with the same id (reused ids).
     const misplaced = misplacedPlaceholders(sent, out);
     // Tool output keeps its voice: a stray result's imperative lines never in a user's or system's.
-    if (out.some((m) => JSON.stringify(serializable(m))?.includes(ORPHAN_MARK))) {
+    if (out.some(holdsOrphanMark)) {
       bump(c.checks, 'outputs with orphan tool text checked');
       const voiced = orphanVoiceProblems(out);
       if (voiced.length > 0)
@@ -2094,7 +2128,7 @@ async function runConversation(
       const latest = latestUserIndex(sent);
       const rules = lostRules(
         sent,
-        JSON.stringify(serializable(out)),
+        outText(),
         reported,
         reported.has(-1),
         overflow || r.overflow === true ? latest : -1,
@@ -2114,7 +2148,7 @@ async function runConversation(
     // Nothing is destroyed: a text tool output this compaction took out of the prompt (or shrank)
     // comes back whole, by its tool-call id (unless the session's archive outgrew its bound).
     if (r.compaction && guard.options.archive.enabled && !session.events.some((e) => e.type === 'archive-evicted')) {
-      const sentNow = JSON.stringify(serializable(out));
+      const sentNow = outText();
       const missing: string[] = [];
       // Orphan results (no call before them, or a call the guard left out as an invalid entry) never
       // reach any prompt: the pairing repair replaces them. Only results the guard could send count.
