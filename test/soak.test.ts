@@ -87,4 +87,15 @@ describe('soak (short)', () => {
     expect(result.compactions, report).toBeGreaterThan(0);
     expect(result.violations, report).toBe(0);
   });
+
+  it('a request the guard sends whole again keeps the hidden share its counts showed', async () => {
+    // Found by the full soak (seed 1204107953): the guard cut a request to fit, then sent it whole
+    // again once it fitted. That prompt no longer extended the last count's, so the next count was
+    // taken for a host that rewrote its history: the share the counts had shown (28,780 tokens) was
+    // compared afresh, and the next compacted prompt was estimated 17,008 for a count of 34,150.
+    const result = await runSoak({ seed: 1_204_107_953, only: 8129 });
+    const report = `${formatResult(result)}\n${result.details.map((d) => `[${d.kind}] call ${d.call}: ${d.message}`).join('\n')}`;
+    expect(result.compactions, report).toBeGreaterThan(0);
+    expect(result.violations, report).toBe(0);
+  });
 });

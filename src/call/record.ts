@@ -130,9 +130,14 @@ function recordedState(
   // request sent whole again); otherwise what is stored is kept (another process may have compacted).
   const changed = (state.memo?.summary !== undefined && !prepared.summaryApplies) || prepared.memoChanged === true;
   const memo = outcome?.memo ?? (changed ? prepared.memo : current.memo);
+  // A request sent whole again (the guard dropped its own cut) no longer extends the last count's
+  // prompt: like a compaction, the guard's own edit, so that count becomes the reference and the next
+  // one goes on comparing the invisible share (as the anchor, it would read as a host's rewrite).
   const calibration = outcome
     ? resetCalibration(current.calibration, outcome.calibration.reference?.offset ?? 0)
-    : current.calibration;
+    : prepared.memoChanged === true && current.calibration.anchor
+      ? resetCalibration(current.calibration)
+      : current.calibration;
   const next: SessionState = { ...current, calls: current.calls + 1 };
   // Deleted only when present (rare): a delete makes the object slower to read.
   if (memo) next.memo = memo;
