@@ -15,9 +15,12 @@ export interface FileOpsConfig {
 }
 
 export interface FileOps {
-  /** Files read and not modified, sorted. */
+  /**
+   * Files read and not modified, the most recently touched last (at most
+   * {@link FILE_OPS_MAX_PER_LIST}; memos stored before the bound hold them sorted, taken as that order).
+   */
   read: string[];
-  /** Files modified (whether or not also read), sorted. */
+  /** Files modified (whether or not also read), in the same order and bound. */
   modified: string[];
 }
 
@@ -73,6 +76,16 @@ export const DEFAULT_FILE_OPS: FileOpsConfig = {
     'paths',
   ],
 };
+
+/**
+ * Most paths kept per list, the most recently touched. The lists are carried across compactions,
+ * in memory and in the store, and every compaction merges them: unbounded, they grew with every
+ * file a session ever touched. 500 is ten times what the footer shows
+ * ({@link DEFAULT_FOOTER_MAX_PER_LIST}), more distinct files than a long coding session touches,
+ * and at most about 1 MB per session (1,024 characters a path, two lists), typically about 30 kB.
+ * A path dropped from the list is not lost: the tool calls that named it were archived.
+ */
+export const FILE_OPS_MAX_PER_LIST = 500;
 
 /** Anything longer, or spanning lines, is not a path but a value that happened to sit under `path`. */
 const MAX_PATH_CHARS = 1024;
@@ -161,11 +174,24 @@ function byCodeUnit(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
+/** Puts `path` last: the most recently touched. */
+function touch(list: Set<string>, path: string): void {
+  list.delete(path);
+  list.add(path);
+}
+
+/** The `max` most recently touched paths of `list`, oldest first. */
+function newest(list: Set<string>, max: number): string[] {
+  const paths = [...list];
+  return paths.length > max ? paths.slice(paths.length - max) : paths;
+}
+
 /**
  * Files read and modified by the tool calls in `messages`, merged with `previous` (carried from
- * earlier compactions). A call whose result is an error or a denial changed nothing and read nothing,
- * so it is skipped; a call without a result yet is counted. A file both read and modified is listed
- * only under `modified`.
+ * earlier compactions), the most recently touched last and at most {@link FILE_OPS_MAX_PER_LIST}
+ * per list. A call whose result is an error or a denial changed nothing and read nothing, so it is
+ * skipped; a call without a result yet is counted. A file both read and modified is listed only
+ * under `modified` (reading it again moves it there to last).
  */
 export function extractFileOps(
   messages: GuardMessage[],
@@ -196,12 +222,12 @@ export function extractFileOps(
     if (paths.size === 0 && isRead && typeof input === 'string') addPath(paths, input);
 
     const command = typeof fields?.command === 'string' ? fields.command.toLowerCase() : undefined;
-    const target = isWrite && !(command !== undefined && READ_COMMANDS.has(command)) ? modified : read;
-    for (const p of paths) target.add(p);
+    const writes = isWrite && !(command !== undefined && READ_COMMANDS.has(command));
+    for (const p of paths) touch(writes || modified.has(p) ? modified : read, p);
   }
 
   for (const p of modified) read.delete(p);
-  return { read: [...read].sort(byCodeUnit), modified: [...modified].sort(byCodeUnit) };
+  return { read: newest(read, FILE_OPS_MAX_PER_LIST), modified: newest(modified, FILE_OPS_MAX_PER_LIST) };
 }
 
 /** Most paths listed per line of the footer by default. */
@@ -211,7 +237,8 @@ const FOOTER_OPEN = '<files>';
 const FOOTER_CLOSE = '</files>';
 
 function listLine(label: string, paths: string[], max: number): string {
-  const shown = paths.slice(0, max);
+  // Sorted here, not in the lists: they keep the order in which paths were touched (which to drop).
+  const shown = [...paths].sort(byCodeUnit).slice(0, max);
   const more = paths.length - shown.length;
   return `${label}: ${shown.join(', ')}${more > 0 ? `${shown.length > 0 ? ' ' : ''}(+${more} more)` : ''}`;
 }

@@ -2,6 +2,7 @@ import { describe, it, expect } from 'vitest';
 import type { GuardMessage, ToolResultOutput } from '../../src/messages.ts';
 import {
   DEFAULT_FILE_OPS,
+  FILE_OPS_MAX_PER_LIST,
   extractFileOps,
   renderFileOpsFooter,
   stripFileOpsFooter,
@@ -21,7 +22,11 @@ function step(
   ];
 }
 
-const ops = (...steps: GuardMessage[][]) => extractFileOps(steps.flat());
+/** The lists sorted: the recognition tests are about which paths, the order is tested on its own. */
+function ops(...steps: GuardMessage[][]) {
+  const { read, modified } = extractFileOps(steps.flat());
+  return { read: read.sort(), modified: modified.sort() };
+}
 
 describe('extractFileOps', () => {
   it('recognizes read tools and their path keys', () => {
@@ -191,8 +196,35 @@ describe('extractFileOps', () => {
       DEFAULT_FILE_OPS,
       previous,
     );
-    expect(merged).toEqual({ read: ['new.ts', 'old-read.ts'], modified: ['old-mod.ts', 'will-change.ts'] });
+    // The most recently touched last: reading a modified file moves it to last among the modified.
+    expect(merged).toEqual({ read: ['old-read.ts', 'new.ts'], modified: ['will-change.ts', 'old-mod.ts'] });
     expect(previous).toEqual({ read: ['old-read.ts', 'will-change.ts'], modified: ['old-mod.ts'] }); // not mutated
+  });
+
+  it('keeps the most recently touched paths, at most FILE_OPS_MAX_PER_LIST per list', () => {
+    const reads = Array.from({ length: FILE_OPS_MAX_PER_LIST + 10 }, (_, i) => step('read', { path: `r${i}.ts` }));
+    const writes = Array.from({ length: FILE_OPS_MAX_PER_LIST + 10 }, (_, i) => step('edit', { path: `w${i}.ts` }));
+    // r0 is read again last: it is the newest, not the oldest.
+    const merged = ops(...reads, ...writes, step('read', { path: 'r0.ts' }));
+    expect(merged.read).toHaveLength(FILE_OPS_MAX_PER_LIST);
+    expect(merged.modified).toHaveLength(FILE_OPS_MAX_PER_LIST);
+    const { read, modified } = extractFileOps([...reads, ...writes, ...step('read', { path: 'r0.ts' })].flat());
+    expect(read.slice(0, 2)).toEqual(['r11.ts', 'r12.ts']);
+    expect(read.at(-1)).toBe('r0.ts');
+    expect(modified.slice(0, 1)).toEqual(['w10.ts']);
+    expect(modified.at(-1)).toBe(`w${FILE_OPS_MAX_PER_LIST + 9}.ts`);
+  });
+
+  it('takes a stored list of any length (a memo from before the bound) and bounds it', () => {
+    const previous = {
+      read: Array.from({ length: 5_000 }, (_, i) => `old${String(i).padStart(4, '0')}.ts`),
+      modified: ['m.ts'],
+    };
+    const merged = extractFileOps(step('read', { path: 'new.ts' }), DEFAULT_FILE_OPS, previous);
+    expect(merged.read).toHaveLength(FILE_OPS_MAX_PER_LIST);
+    expect(merged.read.at(-1)).toBe('new.ts');
+    expect(merged.read[0]).toBe('old4501.ts');
+    expect(merged.modified).toEqual(['m.ts']);
   });
 
   it('honours a custom config', () => {
@@ -221,6 +253,15 @@ describe('extractFileOps', () => {
 });
 
 describe('renderFileOpsFooter', () => {
+  it('sorts the lists it is given in the order of touch, so the footer is as it was for sorted ones', () => {
+    expect(renderFileOpsFooter({ read: ['b.ts', 'a.ts', 'B.ts'], modified: ['d.ts', 'c.ts'] })).toBe(
+      renderFileOpsFooter({ read: ['B.ts', 'a.ts', 'b.ts'], modified: ['c.ts', 'd.ts'] }),
+    );
+    expect(renderFileOpsFooter({ read: ['z.ts', 'y.ts', 'x.ts'], modified: [] }, 2)).toBe(
+      '<files>\nread: x.ts, y.ts (+1 more)\n</files>',
+    );
+  });
+
   it('renders both lists', () => {
     expect(renderFileOpsFooter({ read: ['a.ts', 'b.ts'], modified: ['c.ts'] })).toBe(
       '<files>\nread: a.ts, b.ts\nmodified: c.ts\n</files>',

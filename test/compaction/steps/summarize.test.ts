@@ -6,6 +6,8 @@ import { describe, expect, it } from 'vitest';
 import type { GuardMessage } from '../../../src/index.ts';
 import { continuationNote, rememberOwn, summaryMessage } from '../../../src/compaction/placement.ts';
 import { summarizeOlder } from '../../../src/compaction/steps/summarize.ts';
+import { DEFAULT_FOOTER_MAX_PER_LIST, FILE_OPS_MAX_PER_LIST, type FileOps } from '../../../src/compaction/file-ops.ts';
+import { emptyMemo } from '../../../src/compaction/memo.ts';
 import { Work } from '../../../src/compaction/work.ts';
 import { assistant, system, toolStep, user } from '../../helpers.ts';
 import { SETTINGS, fakeSummarize, pipelineInput, text } from './harness.ts';
@@ -233,6 +235,55 @@ describe('summarizeOlder: the summary', () => {
     expect(JSON.stringify(w.cur.view.messages.slice(0, 3))).not.toContain('TOKEN123');
     // The memo's text is the body alone: the list is rebuilt on each update.
     expect(w.memo.summary?.text).toBe('SUMMARY of 8 messages');
+  });
+
+  it('keeps the file lists bounded across compactions: 5,000 files, the most recently touched kept', async () => {
+    // 20 compactions of a growing session, each over 250 new files (125 read, 125 written) and one
+    // file read in every round: the lists carried into each compaction (what it merges, redacts and
+    // sorts) never pass the bound.
+    const rounds = 20;
+    const perRound = 125;
+    let history: GuardMessage[] = [SYS, FIRST];
+    let memo = emptyMemo();
+    let carried: FileOps | undefined;
+    for (let round = 0; round < rounds; round++) {
+      for (let i = 0; i < perRound; i++) {
+        history.push(...toolStep(`r${round}_${i}`, { path: `src/r${round}/f${i}.ts` }, 'ok'));
+        history.push(
+          ...toolStep(`w${round}_${i}`, { path: `src/w${round}/f${i}.ts`, content: 'x' }, 'ok', 'write_file'),
+        );
+      }
+      history.push(...toolStep(`hot${round}`, { path: 'src/hot.ts' }, 'ok'), ...chat(3, 4_000, `R${round}`).slice(2));
+      history = [...history];
+      let redacted = 0;
+      const redact = (t: string) => {
+        if (t.startsWith('src/')) redacted++;
+        return t;
+      };
+      const { w } = await summarized(history, { memo, summaryApplies: memo.summary !== undefined, redact });
+      expect(w.steps).toEqual(['summary']);
+      memo = w.memo;
+      carried = memo.summary?.fileOps;
+      expect(carried?.read.length).toBeLessThanOrEqual(FILE_OPS_MAX_PER_LIST);
+      expect(carried?.modified.length).toBeLessThanOrEqual(FILE_OPS_MAX_PER_LIST);
+      // Only the new paths are redacted (the carried ones were, when they were new).
+      expect(redacted).toBe(round === 0 ? 2 * perRound + 1 : 2 * perRound);
+      // The footer shows at most its 50 per list, whatever the lists hold.
+      const footer = w.stats.summary?.slice(w.stats.summary.indexOf('<files>')) ?? '';
+      for (const line of footer.split('\n').slice(1, -1))
+        expect(line.split(', ').length).toBeLessThanOrEqual(DEFAULT_FOOTER_MAX_PER_LIST);
+    }
+    expect(carried?.read).toHaveLength(FILE_OPS_MAX_PER_LIST);
+    expect(carried?.modified).toHaveLength(FILE_OPS_MAX_PER_LIST);
+    // The most recently touched: the file read in every round, and the newest rounds' files.
+    expect(carried?.read).toContain('src/hot.ts');
+    expect(carried?.read).not.toContain('src/r0/f0.ts');
+    const newest = (kind: string) =>
+      Array.from({ length: 4 }, (_, r) =>
+        Array.from({ length: perRound }, (_, i) => `src/${kind}${r + 16}/f${i}.ts`),
+      ).flat();
+    expect(carried?.modified).toEqual(newest('w'));
+    expect(carried?.read.filter((p) => p !== 'src/hot.ts')).toEqual(newest('r').slice(1));
   });
 
   it('writes no file list when file tracking is off', async () => {
