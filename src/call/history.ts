@@ -4,7 +4,7 @@
 import { LRUCache } from 'lru-cache';
 import type { GuardMessage } from '../messages.ts';
 import { atMostEntries } from '../state/bounded.ts';
-import { MessageKeys, type CanonicalMessages } from '../tokens/prompt-measure.ts';
+import { MessageKeys, type CanonicalMessages, type LatestRequestFound } from '../tokens/prompt-measure.ts';
 import { validMessages, type ValidatedMessages } from './check.ts';
 
 /**
@@ -69,6 +69,8 @@ interface CheckedHistory {
   rebuilt: boolean;
   /** Whether every message of the last input was compared (none of it taken on trust). */
   verified: boolean;
+  /** The latest request found in `canon` (see requestIndex), handed over with it; a new array starts a new one. */
+  latestRequest: LatestRequestFound;
 }
 
 /** How far an input is the same as the session's last one. */
@@ -197,12 +199,13 @@ export class CheckedInputs {
     } catch {
       return undefined;
     }
-    const kept: CheckedHistory = history ?? { canon: next, keys, cursor: 0, rebuilt, verified };
+    const kept: CheckedHistory = history ?? { canon: next, keys, cursor: 0, rebuilt, verified, latestRequest: {} };
+    if (kept.canon !== next) kept.latestRequest = {};
     kept.canon = next;
     kept.rebuilt = rebuilt;
     kept.verified = verified;
     this.last.set(sessionId, kept);
-    return { messages: next, length: n, rebuilt };
+    return { messages: next, length: n, rebuilt, latestRequest: kept.latestRequest };
   }
 
   /**

@@ -60,7 +60,7 @@ const NOT_ATTEMPTED: CompactionAttempt = { outcome: undefined, attempted: false 
 interface Sent {
   messages: GuardMessage[];
   tokens: number;
-  measured: MeasuredPrompt;
+  measured: Pick<MeasuredPrompt, 'chars' | 'mediaTokens' | 'toolChars' | 'prompt'>;
 }
 
 /**
@@ -78,7 +78,8 @@ export function recordCall(
   const sent: Sent = {
     messages,
     tokens: outcome?.tokens ?? prepared.est.tokens,
-    measured: outcome ? call.measure(messages) : prepared.measured,
+    // Measured once: by the estimate, or by the compaction that produced the prompt.
+    measured: outcome ? outcome.measured : prepared.measured,
   };
   const result = resultOf(call, sent, outcome);
   if (prepared.fixed && !state.fixedReported && call.contextWindow !== undefined)

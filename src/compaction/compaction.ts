@@ -3,7 +3,6 @@
 // itself (pipeline.ts) with the summarizer wired in (its deadline, its circuit breaker, its events),
 // and the afterwards: the archive, events, the result, and the memo the next calls re-apply.
 import type { Archive } from '../archive/archive.ts';
-import type { Call } from '../call/measure.ts';
 import type { ResolvedOptions } from '../config.ts';
 import type { ContextGuardEvent } from '../events.ts';
 import type { GuardMessage } from '../messages.ts';
@@ -11,6 +10,7 @@ import type { CalibrationState } from '../state/session.ts';
 import { compactionCalibration, priceAfterReset, tokensPerCharAfterReset } from '../tokens/calibration.ts';
 import { hashMessage } from '../tokens/hash.ts';
 import { CHARS_PER_TOKEN } from '../tokens/heuristic.ts';
+import type { CanonicalMessages, MeasuredPrompt } from '../tokens/prompt-measure.ts';
 import type { LostWords } from './instructions.ts';
 import { emptyMemo, requestEditsDropped, type CompactionMemo, type View } from './memo.ts';
 import { runPipeline } from './pipeline.ts';
@@ -19,15 +19,37 @@ import { requestIndex } from './request.ts';
 import type { CircuitBreaker } from './circuit-breaker.ts';
 import { runSummarizer } from './summarizer.ts';
 import type { CompactionReason, CompactionResult } from './contract.ts';
-import type { PipelineInput, PipelineOutput } from './work.ts';
+import type { PipelineInput, PipelineOutput, PromptSize } from './work.ts';
 
 // The guard's breaker, one per guard, is made from here too: the call pipeline imports one module to compact.
 export { CircuitBreaker } from './circuit-breaker.ts';
 
+/**
+ * What compaction needs of the call it compacts (the call pipeline's Call satisfies it): its window
+ * and threshold, the host's messages and how to measure them.
+ */
+export interface CompactionCall {
+  sessionId: string;
+  /** The host's messages (entries that are not messages already left out). */
+  hostMessages: readonly GuardMessage[];
+  contextWindow: number;
+  threshold: number;
+  /** A prompt measured with the tools, incrementally against this session's previous prompt. */
+  measure: (messages: GuardMessage[]) => MeasuredPrompt;
+  /** The host's messages measured on their own (fingerprints and hashes for the memo). */
+  measureHost: () => MeasuredPrompt;
+  /** Content hash of host message i. */
+  hashOf: (index: number) => number;
+  /** The host's system messages with the tools, measured once per call (the fixed part of every prompt). */
+  measureSystem: () => { chars: number; mediaTokens: number };
+  /** The canonical form the history check handed over for `hostMessages`, when it kept one. */
+  canonical?: CanonicalMessages | undefined;
+}
+
 /** What a call gives `compact`. */
 export interface CompactionInput {
   /** The call: its window and threshold, the host's messages and how to measure them. */
-  call: Call;
+  call: CompactionCall;
   env: CompactionEnv;
   /** The session as the call found it. */
   session: SessionFacts;
@@ -55,6 +77,8 @@ export interface PreparedPrompt {
   /** The prompt as it would be sent now. */
   view: View;
   est: { tokens: number };
+  /** The view's messages measured (with the tools): a compaction does not measure them again. */
+  measured: { chars: number; mediaTokens: number };
   /** The memo it was rendered with (undefined: none yet). */
   memo: CompactionMemo | undefined;
   /** Whether the memo's summary covers the start of the host's messages. */
@@ -73,6 +97,8 @@ export interface CompactionEnv {
 export interface CompactionOutcome {
   messages: GuardMessage[];
   tokens: number;
+  /** The measure of `messages` (with the tools), taken once by the compaction: the call records it, not measuring again. */
+  measured: PromptSize;
   memo: CompactionMemo;
   /** The calibration the compaction planned with: the session's, reset. */
   calibration: CalibrationState;
@@ -87,6 +113,8 @@ interface Before {
   /** The prompt as it would be sent now, its estimate, and the memo and calibration it came from. */
   view: View;
   tokens: number;
+  /** The view's measure: characters and media tokens. */
+  measured: { chars: number; mediaTokens: number };
   memo: CompactionMemo;
   summaryApplies: boolean;
   calibration: CalibrationState;
@@ -150,6 +178,7 @@ function beforeOf(session: SessionFacts, prepared: PreparedPrompt, signal: Abort
     signal,
     view: prepared.view,
     tokens: prepared.est.tokens,
+    measured: prepared.measured,
     memo: prepared.memo ?? emptyMemo(),
     summaryApplies: prepared.summaryApplies,
     calibration: session.calibration,
@@ -160,7 +189,7 @@ function beforeOf(session: SessionFacts, prepared: PreparedPrompt, signal: Abort
 }
 
 function planOf(
-  call: Call,
+  call: CompactionCall,
   before: Before,
   env: CompactionEnv,
   settings: CompactionSettings,
@@ -169,14 +198,8 @@ function planOf(
   const started = Date.now();
   const { label, end } = env.archive.label(call.sessionId, started);
   // The pipeline prices prompts as the calls after the compaction will (see compactionCalibration).
-  const now = call.measure(before.view.messages);
-  const reset = compactionCalibration(
-    before.calibration,
-    env.options.calibration,
-    before.tokens,
-    now.chars,
-    now.mediaTokens,
-  );
+  const { chars, mediaTokens } = before.measured;
+  const reset = compactionCalibration(before.calibration, env.options.calibration, before.tokens, chars, mediaTokens);
   return {
     settings,
     reset,
@@ -192,7 +215,7 @@ function planOf(
 
 /** The originals archived before the prompt without them is sent; then the events and the outcome. */
 async function archiveAndReport(
-  call: Call,
+  call: CompactionCall,
   before: Before,
   env: CompactionEnv,
   plan: Plan,
@@ -216,7 +239,7 @@ async function archiveAndReport(
   output.memo.archivedUntil = plan.end;
   const result: CompactionResult = {
     ...output.result,
-    cacheBrokenTokens: cacheBroken(call, before.view.messages, output.view.messages, output.tokens),
+    cacheBrokenTokens: cacheBroken(before.view.messages, output),
     durationMs: Date.now() - plan.started,
   };
   const tokens = Math.ceil(output.tokens);
@@ -224,9 +247,11 @@ async function archiveAndReport(
   if (result.overflow)
     env.emit({ type: 'overflow', sessionId, tokens, threshold, contextWindow: call.contextWindow as number });
   env.emit({ type: 'compaction-end', sessionId, ...result, receipt });
+  const { chars, mediaTokens, toolChars, prompt } = output.measured;
   return {
     messages: output.view.messages,
     tokens,
+    measured: { chars, mediaTokens, toolChars, prompt },
     memo: withRequestDecision(call, output.memo, before.usageRecorded),
     calibration: plan.reset,
     result,
@@ -239,20 +264,16 @@ async function archiveAndReport(
  * write to its cache again. Messages are compared by content: an edit re-applied on every call is
  * a new object with the same bytes.
  */
-function cacheBroken(
-  call: Call,
-  before: readonly GuardMessage[],
-  after: readonly GuardMessage[],
-  tokens: number,
-): number {
+function cacheBroken(before: readonly GuardMessage[], { view, tokens, measured }: Compacted): number {
+  const after = view.messages;
   let k = 0;
   while (k < before.length && k < after.length && (before[k] === after[k] || sameContent(before[k], after[k]))) k++;
   if (k >= after.length) return 0;
-  const whole = call.measure(after as GuardMessage[]);
-  const total = whole.chars + whole.mediaTokens * CHARS_PER_TOKEN;
+  // The pipeline's own measure of the prompt it produced (its entries copied), not a new one.
+  const total = measured.chars + measured.mediaTokens * CHARS_PER_TOKEN;
   let kept = 0;
   for (let i = 0; i < k; i++) {
-    const e = whole.entries[i];
+    const e = measured.entries[i];
     if (e) kept += e.chars + e.mediaTokens * CHARS_PER_TOKEN;
   }
   return total > 0 ? Math.ceil(tokens * (1 - kept / total)) : Math.ceil(tokens);
@@ -264,7 +285,7 @@ function sameContent(a: GuardMessage | undefined, b: GuardMessage | undefined): 
 
 /** The hook's answer: 'cancel', a summary to use instead of the summarizer's, or undefined. */
 async function askBeforeCompact(
-  call: Call,
+  call: CompactionCall,
   before: Before,
   env: CompactionEnv,
   target: number,
@@ -292,7 +313,7 @@ async function askBeforeCompact(
 }
 
 /** The pipeline's input for a summarizer (undefined: the mechanical digest only). */
-function pipelineInput(call: Call, before: Before, env: CompactionEnv, plan: Plan) {
+function pipelineInput(call: CompactionCall, before: Before, env: CompactionEnv, plan: Plan) {
   const reports = reporters(call, before, env, plan);
   const tokensPerChar = tokensPerCharAfterReset(plan.reset, env.options.calibration);
   return (summarizer: ResolvedOptions['summarizer']): PipelineInput => ({
@@ -314,6 +335,7 @@ function pipelineInput(call: Call, before: Before, env: CompactionEnv, plan: Pla
     archive: plan.settings.archive ? { label: plan.label, start: plan.start, end: plan.end } : undefined,
     tokensBefore: before.tokens,
     measure: call.measure,
+    measureSystem: () => call.measureSystem(),
     price: priceAfterReset(plan.reset, env.options.calibration),
     tokensPerChar,
     onStart: reports.onStart,
@@ -328,7 +350,7 @@ function pipelineInput(call: Call, before: Before, env: CompactionEnv, plan: Pla
 }
 
 /** The pipeline's callbacks that report what it did: the compaction's start (once), digest losses, the user's words lost. */
-function reporters(call: Call, before: Before, env: CompactionEnv, plan: Plan) {
+function reporters(call: CompactionCall, before: Before, env: CompactionEnv, plan: Plan) {
   const { sessionId } = call;
   const { emit } = env;
   const onDigestLoss = (lostMessages: number, lostUserMessages: number) => {
@@ -361,7 +383,7 @@ function reporters(call: Call, before: Before, env: CompactionEnv, plan: Plan) {
 
 /** The pipeline's `summarize`: the summarizer (or the mechanical digest) run with this compaction's budgets, deadline and breaker. */
 function summarizeWith(
-  call: Call,
+  call: CompactionCall,
   before: Before,
   env: CompactionEnv,
   plan: Plan,
@@ -413,7 +435,7 @@ function summarizeWith(
 }
 
 /** A request left cut or without its media is not retried until the history or the calibration changes. */
-function withRequestDecision(call: Call, memo: CompactionMemo, usageRecorded: number): CompactionMemo {
+function withRequestDecision(call: CompactionCall, memo: CompactionMemo, usageRecorded: number): CompactionMemo {
   const request = requestIndex(call.hostMessages, memo.own, call.canonical);
   const { requestDecided: _old, ...rest } = memo;
   if (!requestEditsDropped(memo, request)) return rest;

@@ -6,17 +6,6 @@ import type { CanonicalMessages } from '../tokens/prompt-measure.ts';
 import type { View } from './memo.ts';
 import { isContinuation, isOwnMessage, summaryBodyOf } from './placement.ts';
 
-/**
- * The last answer for each canonical history (see CheckedInputs in call/history.ts): the latest request
- * among its first `upTo` messages, which never change once handed out. A later call on the same
- * canonical history only looks at the messages added since, not back to a request that may lie
- * thousands of tool steps behind (a one-request agent run read every message on every call).
- */
-const lastFound = new WeakMap<
-  readonly GuardMessage[],
-  { upTo: number; index: number; own: readonly number[] | undefined }
->();
-
 const sameOwn = (a: readonly number[] | undefined, b: readonly number[] | undefined): boolean =>
   a === b || (a !== undefined && b !== undefined && a.length === b.length && a.every((k, i) => k === b[i]));
 
@@ -36,8 +25,12 @@ export function requestIndex(
   own: readonly number[] | undefined,
   canonical?: CanonicalMessages,
 ): number {
-  const canon = canonical !== undefined && canonical.length === input.length ? canonical.messages : undefined;
-  const known = canon ? lastFound.get(canon) : undefined;
+  // The answer for the canonical form's array, held with it (its first `upTo` messages never change
+  // once handed out): a later call on the same array only looks at the messages added since, not back
+  // to a request that may lie thousands of tool steps behind (a one-request agent run read every
+  // message on every call).
+  const holder = canonical !== undefined && canonical.length === input.length ? canonical.latestRequest : undefined;
+  const known = holder?.found;
   const floor = known && known.upTo <= input.length && sameOwn(known.own, own) ? known.upTo : 0;
   let index = -1;
   for (let i = input.length - 1; i >= floor; i--) {
@@ -47,7 +40,7 @@ export function requestIndex(
     }
   }
   if (index < 0 && known && floor > 0) index = known.index;
-  if (canon) lastFound.set(canon, { upTo: input.length, index, own });
+  if (holder) holder.found = { upTo: input.length, index, own };
   return index;
 }
 

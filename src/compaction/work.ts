@@ -46,7 +46,9 @@ export interface PipelineInput {
   archive: { label: string; start: string; end: string } | undefined;
   tokensBefore: number;
   /** Measures a prompt (messages and tools) with the guard's heuristic. */
-  measure: (messages: GuardMessage[]) => { chars: number; mediaTokens: number; entries: readonly Entry[] };
+  measure: (messages: GuardMessage[]) => PromptSize & { entries: readonly Entry[] };
+  /** The host's system messages with the tools, measured once per call (the fixed part of every prompt). */
+  measureSystem: () => { chars: number; mediaTokens: number };
   /** The calibrated tokens of a measured prompt, as the calls after this compaction will estimate them. */
   price: (chars: number, mediaTokens: number) => number;
   /** Provider tokens per heuristic character (an upper bound of the marginal rate). */
@@ -72,10 +74,21 @@ export interface PipelineInput {
   onUserWordsLost: (lost: readonly LostWords[], budget: number) => void;
 }
 
+/** What a prompt measures to (with the tools): what the call records of the prompt it sends. */
+export interface PromptSize {
+  chars: number;
+  mediaTokens: number;
+  toolChars: number;
+  /** The messages' fingerprint (tools excluded). */
+  prompt: PromptFingerprint;
+}
+
 export interface PipelineOutput {
   memo: CompactionMemo;
   view: View;
   tokens: number;
+  /** The view's measure, from its rendering: the prompt the compaction produced is not measured again. */
+  measured: Rendered['measured'];
   /** Undefined when no step changed anything. */
   result: Omit<CompactionResult, 'durationMs' | 'cacheBrokenTokens'> | undefined;
   /** Archive batches the compaction wrote itself: clip-archive batch summaries merged into a deeper one. */
@@ -87,6 +100,8 @@ export interface Rendered {
   view: View;
   entries: readonly Entry[];
   tokens: number;
+  /** Its measure, with the entries copied. */
+  measured: PromptSize & { entries: readonly Entry[] };
 }
 
 export interface Stats {
@@ -165,12 +180,14 @@ export class Work {
       summaryApplies: this.memo.summary !== undefined,
       hashOf: this.input.hashOf,
     });
-    const measured = this.input.measure(view.messages);
+    const { chars, mediaTokens, toolChars, prompt, entries } = this.input.measure(view.messages);
     // A copy: the measurer reuses its arrays on the next measure, and the steps measure other prompts.
+    const copied = entries.slice();
     return {
       view,
-      entries: measured.entries.slice(),
-      tokens: Math.ceil(this.input.price(measured.chars, measured.mediaTokens)),
+      entries: copied,
+      tokens: Math.ceil(this.input.price(chars, mediaTokens)),
+      measured: { chars, mediaTokens, toolChars, prompt, entries: copied },
     };
   }
 
@@ -215,7 +232,14 @@ export class Work {
   finish(overflow: boolean): PipelineOutput {
     const { input, memo, cur, stats, steps } = this;
     if (steps.length === 0)
-      return { memo: input.memo, view: cur.view, tokens: cur.tokens, result: undefined, batches: [] };
+      return {
+        memo: input.memo,
+        view: cur.view,
+        tokens: cur.tokens,
+        measured: cur.measured,
+        result: undefined,
+        batches: [],
+      };
     memo.compactions = input.memo.compactions + 1;
     // Remembered so that later calls do not compact the same smallest prompt again (see hasCompactable).
     if (overflow) memo.overflowed = true;
@@ -240,7 +264,7 @@ export class Work {
       summaryTokens: stats.summaryTokens,
       overflow,
     };
-    return { memo, view: cur.view, tokens: cur.tokens, result, batches: stats.batches };
+    return { memo, view: cur.view, tokens: cur.tokens, measured: cur.measured, result, batches: stats.batches };
   }
 }
 
@@ -251,7 +275,7 @@ export class Work {
  */
 function reachableTarget(input: PipelineInput): number {
   const { settings, threshold } = input;
-  const fixed = input.measure(input.hostMessages.filter((m) => m?.role === 'system'));
+  const fixed = input.measureSystem();
   const fixedTokens = input.price(fixed.chars, fixed.mediaTokens);
   // Only then: below, the target holds, however low it is set (or paced, see compactionSettings).
   return fixedTokens < threshold && fixedTokens >= FIXED_SHARE_OF_TARGET * settings.target

@@ -39,6 +39,17 @@ export interface CanonicalMessages {
   length: number;
   /** Some of them may not be the host's own objects (it rebuilt them around the same content). */
   rebuilt: boolean;
+  /**
+   * The latest request last found among the first messages of `messages` (see requestIndex in
+   * compaction/request.ts): one holder per canonical array, handed over again with it on later calls
+   * and replaced with it (undefined: nothing is remembered).
+   */
+  latestRequest?: LatestRequestFound;
+}
+
+/** Where the latest request was found, and among how many messages: those never change once handed out. */
+export interface LatestRequestFound {
+  found?: { upTo: number; index: number; own: readonly number[] | undefined };
 }
 
 interface SessionCache {

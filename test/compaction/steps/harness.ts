@@ -47,16 +47,20 @@ export function measureOne(m: GuardMessage): { chars: number; mediaTokens: numbe
   return { chars, mediaTokens };
 }
 
-export function measure(messages: GuardMessage[]): { chars: number; mediaTokens: number; entries: Entry[] } {
+export function measure(messages: GuardMessage[]): ReturnType<PipelineInput['measure']> & { entries: Entry[] } {
   const entries = messages.map((message) => ({
     message,
     kind: 'test',
     ...measureOne(message),
     hash: hashMessage(message),
   }));
+  const chars = entries.reduce((n, e) => n + e.chars, 0);
+  const hash = entries.length > 0 ? (entries[entries.length - 1]?.hash ?? 0) : 0;
   return {
-    chars: entries.reduce((n, e) => n + e.chars, 0),
+    chars,
     mediaTokens: entries.reduce((n, e) => n + e.mediaTokens, 0),
+    toolChars: 0,
+    prompt: { messages: entries.length, chars, hash },
     entries,
   };
 }
@@ -126,6 +130,7 @@ export function pipelineInput(messages: GuardMessage[], overrides: Partial<Pipel
     redact: (text) => text,
     tokensBefore: tokensOf(messages),
     measure,
+    measureSystem: () => measure(messages.filter((m) => m.role === 'system')),
     price,
     tokensPerChar: TOKENS_PER_CHAR,
     summarize: fakeSummarize().summarize,
