@@ -280,12 +280,24 @@ function advanced(index: SearchIndex, archive: SessionArchive, version: string):
       else index.pendingChars -= chars;
     }
   }
+  if (tooDirty(index.search)) return undefined;
   index.batches = kept;
   if (first > 0) index.scanned = index.scanned.filter((id) => index.items.has(id));
   for (const batch of archive.batches.slice(kept.length)) addBatch(index, batch);
   index.version = version;
   return index;
 }
+
+/** Discarded documents an index may hold before it is rebuilt, at least (their terms stay until then). */
+const MIN_DIRT = 50;
+
+/**
+ * Whether an index holds more discarded documents than live ones (and at least {@link MIN_DIRT}):
+ * it is then rebuilt in slices like a new one, so the dead terms it carries never outweigh the
+ * live ones, and a session that evicts one batch per compaction rebuilds rarely.
+ */
+const tooDirty = (search: Search | undefined): boolean =>
+  search !== undefined && search.dirtCount > Math.max(MIN_DIRT, search.documentCount);
 
 const documentOf = ({ item, order }: Located) => ({
   id: order,
@@ -308,6 +320,11 @@ function searchOf(index: SearchIndex): Search {
     // must not find `ORD-448218`, nor `invoice_9f3a` a look-alike repeated in every grep output.
     searchOptions: { fuzzy: fuzzyOf, maxFuzzy: MAX_FUZZY_EDITS, boost: { toolName: 2 } },
     tokenize,
+    // Never its own timers: MiniSearch 7.2's auto-vacuum walks the term tree on timers while
+    // background slices add documents, and a TypeError it throws there is an unhandled rejection
+    // that ends the host's process (lucaong/minisearch#306). Discarded documents are dropped by
+    // rebuilding the index instead ({@link tooDirty}).
+    autoVacuum: false,
   });
   index.search = search;
   return search;

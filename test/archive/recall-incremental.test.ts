@@ -144,3 +144,39 @@ describe('recall index built in slices', () => {
     expect(index.pendingChars('s')).toBeLessThan(b2.chars);
   });
 });
+
+describe('recall index after evictions', () => {
+  // MiniSearch 7.2.0 vacuums discarded documents on timers of its own when auto-vacuum is on; the
+  // vacuum walks the term tree while documents are added (here, background slices), and a
+  // TypeError it throws there is an unhandled rejection that ends the host's process
+  // (lucaong/minisearch#306). The guard never lets a timer of a dependency run its index.
+  it('never starts a vacuum of its own, and rebuilds an index whose discarded documents outnumber its live ones', () => {
+    const performVacuuming = vi.spyOn(
+      MiniSearch.prototype as unknown as { performVacuuming: () => Promise<void> },
+      'performVacuuming',
+    );
+    const index = new RecallIndex(10);
+    const batches = Array.from({ length: 60 }, (_, b) =>
+      batch(`batch-${b}`, [item(b, `marker_${b} evicted or kept, a short output of step ${b}`)]),
+    );
+    const add = vi.spyOn(MiniSearch.prototype, 'add');
+    const addAll = vi.spyOn(MiniSearch.prototype, 'addAll');
+    const added = () => add.mock.calls.length + addAll.mock.calls.reduce((sum, [docs]) => sum + docs.length, 0);
+    let rebuilt = 0;
+    for (let evicted = 0; evicted < 55; evicted++) {
+      const before = added();
+      const found = index.recall(
+        's',
+        archiveOf(batches.slice(evicted), evicted),
+        { query: `marker_${evicted + 3}` },
+        10_000,
+      );
+      expect(found.map((f) => f.id)).toContain(`call_${evicted + 3}`);
+      if (evicted > 0 && added() - before > 1) rebuilt++;
+    }
+    expect(performVacuuming).not.toHaveBeenCalled();
+    // Rebuilt when the dirt passed the live documents: a handful of times, never on every eviction.
+    expect(rebuilt).toBeGreaterThan(0);
+    expect(rebuilt).toBeLessThan(10);
+  });
+});
