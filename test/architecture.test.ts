@@ -42,7 +42,7 @@ const KNOWN_LONG_FUNCTIONS: string[] = [];
  * Calls that pass `true` or `false` as an argument, as `file: callee` (an options object or two
  * functions say what the flag means; zod's `z.literal(false)` and a Map's `set(key, true)` are values).
  */
-const KNOWN_BOOLEAN_ARGUMENTS: string[] = ['src/compaction/redact.ts: redactRecord'];
+const KNOWN_BOOLEAN_ARGUMENTS: string[] = [];
 
 // --- the rules ----------------------------------------------------------------------------------
 

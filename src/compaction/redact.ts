@@ -550,11 +550,7 @@ function redactValue(value: unknown, redact: Redact, memo: Memo, depth: number):
   // Bytes, URLs, dates and class instances are not JSON text.
   if (!isArray && !isPlainObject(value)) return value;
   memo.set(value, IN_PROGRESS);
-  const result = isArray
-    ? redactArray(value, redact, memo, depth)
-    : isMedia(value)
-      ? redactRecord(value, redact, memo, depth, true)
-      : redactRecord(value, redact, memo, depth);
+  const result = isArray ? redactArray(value, redact, memo, depth) : redactRecord(value, redact, memo, depth);
   memo.set(value, result);
   return result;
 }
@@ -569,11 +565,12 @@ function redactArray(value: unknown[], redact: Redact, memo: Memo, depth: number
 }
 
 /**
- * A record with its values redacted. In a media part (`media`), the payload is left alone (it is
+ * A record with its values redacted. In a media part, the payload is left alone (it is
  * not text, and scanning megabytes of base64 would stall the call); its name, URL and any text
  * payload are text.
  */
-function redactRecord(value: Record<string, unknown>, redact: Redact, memo: Memo, depth: number, media = false) {
+function redactRecord(value: Record<string, unknown>, redact: Redact, memo: Memo, depth: number) {
+  const media = isMedia(value);
   let copy: Record<string, unknown> | undefined;
   for (const [key, v] of Object.entries(value)) {
     const payload = PAYLOAD_FIELDS.has(key) && typeof v === 'string' && isPayload(v, value);
