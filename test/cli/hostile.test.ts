@@ -7,7 +7,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { main } from '../../cli/index.ts';
+import { run } from './run.ts';
 import { replayTranscript } from '../../cli/replay.ts';
 import {
   GrowingPrompt,
@@ -17,21 +17,6 @@ import {
   withPrompt,
 } from '../../cli/transcripts/index.ts';
 import type { GuardMessage } from '../../src/index.ts';
-
-async function run(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const code = await main(argv, {
-    stdout: (t) => {
-      stdout += t;
-    },
-    stderr: (t) => {
-      stderr += t;
-    },
-    stderrIsTTY: false,
-  });
-  return { code, stdout, stderr };
-}
 
 const ESC = '\u001b';
 const file = (name: string, value: unknown): string => {

@@ -5,26 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { summarizeErrors } from '../../cli/estimate.ts';
-import { main } from '../../cli/index.ts';
+import { run } from './run.ts';
 import { type ReplayReport, replay } from '../../cli/replay.ts';
 import { detectFormat, parseTranscript, readTranscript } from '../../cli/transcripts/index.ts';
 
 const fixture = (name: string): string => join(import.meta.dirname, 'fixtures', name);
-
-async function run(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const code = await main(argv, {
-    stdout: (t) => {
-      stdout += t;
-    },
-    stderr: (t) => {
-      stderr += t;
-    },
-    stderrIsTTY: false,
-  });
-  return { code, stdout, stderr };
-}
 
 const FIXTURES = [
   { file: 'claude-code.jsonl', format: 'claude-code', calls: 4, real: [12_003, 14_105, 15_154, 15_210] },

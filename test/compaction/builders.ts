@@ -111,3 +111,35 @@ export function realTokens(messages: readonly GuardMessage[], ratio: number): nu
 }
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Exactly `chars` characters of filler words (fewer when the cut ends on a space). */
+export const filler = (chars: number): string =>
+  FILLER.repeat(Math.ceil(chars / FILLER.length))
+    .slice(0, chars)
+    .trimEnd();
+
+/** One turn: a user request, an assistant step that reads a file, the file, the assistant's answer. */
+export function turn(i: number, userChars: number, toolChars: number): GuardMessage[] {
+  return [
+    { role: 'user', content: `request-${i}: ${filler(userChars)}` },
+    {
+      role: 'assistant',
+      content: [
+        { type: 'text', text: `Reading the file for request ${i}. ${filler(300)}` },
+        { type: 'tool-call', toolCallId: `c${i}`, toolName: 'read_file', input: { path: `src/file-${i}.ts` } },
+      ],
+    },
+    {
+      role: 'tool',
+      content: [
+        {
+          type: 'tool-result',
+          toolCallId: `c${i}`,
+          toolName: 'read_file',
+          output: { type: 'text', value: `file ${i} ${filler(toolChars)}` },
+        },
+      ],
+    },
+    { role: 'assistant', content: `Done with request ${i}. ${filler(500)}` },
+  ];
+}

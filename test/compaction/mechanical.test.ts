@@ -7,6 +7,7 @@ import {
   mechanicalSummary,
 } from '../../src/compaction/mechanical.ts';
 import type { GuardMessage } from '../../src/messages.ts';
+import { filler, turn } from './builders.ts';
 
 /** Deterministic bytes that look like compressed image data. */
 function noise(length: number): Buffer {
@@ -126,40 +127,9 @@ describe('mechanicalSummary', () => {
 // survives; when even that cannot fit, the digest counts the user messages it lost.
 // ---------------------------------------------------------------------------------------------
 
-const FILL = 'lorem ipsum dolor sit amet consectetur adipiscing elit ';
-const filler = (chars: number) =>
-  FILL.repeat(Math.ceil(chars / FILL.length))
-    .slice(0, chars)
-    .trimEnd();
 const userLines = (digest: string) => digest.split('\n').filter((l) => l.startsWith('- user: '));
 const toolLines = (digest: string) => digest.split('\n').filter((l) => l.startsWith('- tool '));
 const assistantLines = (digest: string) => digest.split('\n').filter((l) => l.startsWith('- assistant'));
-
-/** One turn: a user request, an assistant step that reads a file, the file, the assistant's answer. */
-function turn(i: number, userChars: number, toolChars: number): GuardMessage[] {
-  return [
-    { role: 'user', content: `request-${i}: ${filler(userChars)}` },
-    {
-      role: 'assistant',
-      content: [
-        { type: 'text', text: `Reading the file for request ${i}. ${filler(300)}` },
-        { type: 'tool-call', toolCallId: `c${i}`, toolName: 'read_file', input: { path: `src/file-${i}.ts` } },
-      ],
-    },
-    {
-      role: 'tool',
-      content: [
-        {
-          type: 'tool-result',
-          toolCallId: `c${i}`,
-          toolName: 'read_file',
-          output: { type: 'text', value: `file ${i} ${filler(toolChars)}` },
-        },
-      ],
-    },
-    { role: 'assistant', content: `Done with request ${i}. ${filler(500)}` },
-  ];
-}
 
 /** 400 user messages, each with a unique fact at its start, between assistant steps with tool output: 801 messages. */
 function factSession(): GuardMessage[] {

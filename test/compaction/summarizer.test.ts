@@ -9,38 +9,7 @@ import { CircuitBreaker } from '../../src/compaction/circuit-breaker.ts';
 import { runSummarizer, type SummarizeRequest, type SummarizerFailure } from '../../src/compaction/summarizer.ts';
 import type { Summarizer, SummarizerInput } from '../../src/compaction/contract.ts';
 import type { GuardMessage } from '../../src/messages.ts';
-
-const FILL = 'lorem ipsum dolor sit amet consectetur adipiscing elit ';
-const filler = (chars: number) =>
-  FILL.repeat(Math.ceil(chars / FILL.length))
-    .slice(0, chars)
-    .trimEnd();
-
-/** One turn: a user request, an assistant step that reads a file, the file, the assistant's answer. */
-function turn(i: number, userChars: number, toolChars: number): GuardMessage[] {
-  return [
-    { role: 'user', content: `request-${i}: ${filler(userChars)}` },
-    {
-      role: 'assistant',
-      content: [
-        { type: 'text', text: `Reading the file for request ${i}. ${filler(300)}` },
-        { type: 'tool-call', toolCallId: `c${i}`, toolName: 'read_file', input: { path: `src/file-${i}.ts` } },
-      ],
-    },
-    {
-      role: 'tool',
-      content: [
-        {
-          type: 'tool-result',
-          toolCallId: `c${i}`,
-          toolName: 'read_file',
-          output: { type: 'text', value: `file ${i} ${filler(toolChars)}` },
-        },
-      ],
-    },
-    { role: 'assistant', content: `Done with request ${i}. ${filler(500)}` },
-  ];
-}
+import { filler, turn } from './builders.ts';
 
 /** The issue's 17 messages at a 4k window: four turns and the latest request. */
 const seventeen: GuardMessage[] = [0, 1, 2, 3]
