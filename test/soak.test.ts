@@ -88,6 +88,17 @@ describe('soak (short)', () => {
     expect(result.violations, report).toBe(0);
   });
 
+  it('a hidden share first read at a default that prices the provider too dear is read again at the rate its counts show', async () => {
+    // Found by the full soak (seed 2046551328): calibration.default 2 beside a provider counting 1 token
+    // per heuristic token and 1,618 hidden ones in a 4k window. Two counts of same-sized prompts (3,168
+    // and 3,135) read at the default showed ~70 hidden tokens, and the compacted prompt was estimated
+    // 953 for a count of 2,061: the response of 610 output tokens for 610 heuristic ones showed the rate.
+    const result = await runSoak({ seed: 2_046_551_328, only: 3498 });
+    const report = `${formatResult(result)}\n${result.details.map((d) => `[${d.kind}] call ${d.call}: ${d.message}`).join('\n')}`;
+    expect(result.compactions, report).toBeGreaterThan(0);
+    expect(result.violations, report).toBe(0);
+  });
+
   it('a request the guard sends whole again keeps the hidden share its counts showed', async () => {
     // Found by the full soak (seed 1204107953): the guard cut a request to fit, then sent it whole
     // again once it fitted. That prompt no longer extended the last count's, so the next count was

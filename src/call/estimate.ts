@@ -11,6 +11,7 @@ import { lastUnitStart, repairToolPairing } from '../compaction/structure.ts';
 import { atMostEntries } from '../state/bounded.ts';
 import type { SessionState } from '../state/session.ts';
 import { compactionCalibration, estimate, oneOffJump, priceAfterReset, type Estimate } from '../tokens/calibration.ts';
+import { CHARS_PER_TOKEN } from '../tokens/heuristic.ts';
 import { extendsPrompt, type MeasuredPrompt } from '../tokens/prompt-measure.ts';
 
 /** Everything a call works out from the session's state before deciding to compact. */
@@ -31,6 +32,8 @@ export interface Prepared {
   fixed?: FixedPart;
   /** Index of the latest request in the host's messages; -1 without a memo (no edit of it to weigh). */
   request: number;
+  /** The anchor's response as this prompt holds it, and its output count (see PendingRequest.response). */
+  response?: { heuristicTokens: number; outputTokens: number };
 }
 
 /** The fixed part of every prompt, when it alone is over the threshold, and the limit held instead. */
@@ -146,7 +149,7 @@ function prepareWith(
   const responseChars = response?.message.role === 'assistant' ? response.chars : undefined;
   const est = estimate(measured, state.calibration, options, extendsAnchor ? { responseChars } : undefined);
   const { memo, summaryApplies, view } = rendered;
-  return {
+  const prepared: Prepared = {
     memo,
     summaryApplies,
     view,
@@ -155,6 +158,10 @@ function prepareWith(
     est: jumpFloored(call, state, extendsAnchor, est),
     request,
   };
+  // Set only when there (no spread of a conditional object: a slower copy, on every call).
+  if (responseChars !== undefined && anchor?.outputTokens !== undefined)
+    prepared.response = { heuristicTokens: responseChars / CHARS_PER_TOKEN, outputTokens: anchor.outputTokens };
+  return prepared;
 }
 
 /**

@@ -8,7 +8,7 @@ import type { ResolvedOptions } from '../config.ts';
 import type { ContextGuardEvent, EstimateEvent } from '../events.ts';
 import type { GuardMessage } from '../messages.ts';
 import type { SessionRepository } from '../state/repository.ts';
-import type { SessionCosts, SessionState } from '../state/session.ts';
+import type { PendingRequest, SessionCosts, SessionState } from '../state/session.ts';
 import type { CompactionResult } from '../compaction/contract.ts';
 import { resetCalibration } from '../tokens/calibration.ts';
 import type { MeasuredPrompt } from '../tokens/prompt-measure.ts';
@@ -154,10 +154,10 @@ function recordedState(
   next.startedAt = current.startedAt ?? new Date().toISOString();
   const { chars, mediaTokens, toolChars, prompt } = measured;
   const extendsAnchor = outcome ? false : prepared.extendsAnchor;
-  next.calibration = {
-    ...calibration,
-    pending: { chars, mediaTokens, toolChars, prompt, extendsAnchor, estimatedTokens: tokens },
-  };
+  const pending: PendingRequest = { chars, mediaTokens, toolChars, prompt, extendsAnchor, estimatedTokens: tokens };
+  // The anchor's response measured in the host's prompt, compacted or not: the provider's output count is for it.
+  if (prepared.response) pending.response = prepared.response;
+  next.calibration = { ...calibration, pending };
   if (contextWindow !== undefined)
     next.status = { tokens, source: 'estimate', threshold, contextWindow, fraction: tokens / contextWindow };
   return next;

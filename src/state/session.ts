@@ -10,6 +10,13 @@ export interface PendingRequest extends RequestMeasure {
   /** Whether it started with the anchor's prompt (its growth then calibrates the marginal rate). */
   extendsAnchor: boolean;
   estimatedTokens: number;
+  /**
+   * The response right after the anchor's prompt, as this request measured it (heuristic tokens),
+   * and the output tokens the provider reported for it: a real count of visible text alone, with
+   * no invisible share in it (tokens/calibration.ts, outputRate). Absent when the request did not
+   * extend the anchor, or no output count was reported.
+   */
+  response?: { heuristicTokens: number; outputTokens: number };
 }
 
 export interface CalibrationState {
@@ -35,13 +42,31 @@ export interface CalibrationState {
    * The invisible share real counts reveal: what the provider counts beyond the visible prompt
    * priced at the growth model's rate (its formatting, a system prompt or tool schemas the host
    * keeps elsewhere). `last`: the latest count's; `recent`: the last three counts' (since the host
-   * last rewrote its history); `consistent`: the smallest of them, set from the second count on. A
+   * last rewrote its history), all read at the latest count's rate; `consistent`: the smallest of
+   * them, set from the second count on. A
    * share consistent from call to call is real and survives a compaction (it does not shrink with
    * the visible prompt); a one-off jump (a host reporting the sum of several steps) is at most an
    * upper bound and is not carried (tokens/calibration.ts). `floors`: for the same counts, what
    * lies beyond calibration.max × the visible text, invisible for sure even from a single count.
    */
-  hidden?: { last: number; consistent?: number; recent?: number[]; floors?: number[] };
+  hidden?: {
+    last: number;
+    consistent?: number;
+    recent?: number[];
+    floors?: number[];
+    /**
+     * The counts behind the last entries of `recent` (the same number or fewer: states stored
+     * before kept none), as [real tokens without media, visible heuristic tokens]: each is read
+     * again at the rate of the latest count, so that the shares compared were all read alike.
+     */
+    counts?: Array<[number, number]>;
+  };
+  /**
+   * Decayed sums of the output tokens the provider reported for responses the guard measured
+   * afterwards, and of those responses' heuristic tokens: the rate the provider counts visible text
+   * at, no invisible share in it; absent in states stored before, and until such a response.
+   */
+  output?: { realTokens: number; heuristicTokens: number };
   /**
    * The largest recent shortfall of an anchored estimate: real tokens beyond what was estimated,
    * decayed at each real count (tokens/calibration.ts, shortfallMargin); absent in states stored

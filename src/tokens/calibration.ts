@@ -255,6 +255,42 @@ function acrossCompaction(
 }
 
 /**
+ * Heuristic tokens of measured responses the output counts must cover before they show a rate: on a
+ * short response, what the heuristic counts and the provider does not (a tool call's id) or the
+ * reverse (the framing of a tool call) would make it.
+ */
+const OUTPUT_MIN_TOKENS = 200;
+
+/** The output sums with one more measured response, older ones decayed as growth is. */
+function foldOutput(
+  output: CalibrationState['output'],
+  response: PendingRequest['response'],
+): CalibrationState['output'] {
+  if (!response || !(response.heuristicTokens > 0) || !(response.outputTokens > 0)) return output;
+  return {
+    realTokens: (output?.realTokens ?? 0) * GROWTH_DECAY + response.outputTokens,
+    heuristicTokens: (output?.heuristicTokens ?? 0) * GROWTH_DECAY + response.heuristicTokens,
+  };
+}
+
+/**
+ * The rate the provider's output counts show: real tokens per heuristic token of the responses the
+ * guard measured, with no invisible share in them. At most an upper bound of the rate it counts the
+ * prompt's text at (reasoning the response does not show is in its output count), it caps the rate
+ * shares are read at before growth measured one; undefined until enough was measured.
+ */
+function outputRate(state: CalibrationState): number | undefined {
+  const o = state.output;
+  return o && o.heuristicTokens >= OUTPUT_MIN_TOKENS ? o.realTokens / o.heuristicTokens : undefined;
+}
+
+/**
+ * The counts whose shares are compared, kept with the readings (`recent`, aligned on the last):
+ * [real tokens without media, visible heuristic tokens].
+ */
+type HiddenCount = [number, number];
+
+/**
  * Folds a real count into the calibration: the pending request becomes the anchor, and when it
  * extended the previous anchor its growth, held between 1 / STEP_OUTLIER_FACTOR and
  * STEP_OVER_FACTOR of what the growth model predicted for it, updates the model's sums, and how
@@ -299,32 +335,81 @@ export function recordRealCount(
   if (outputTokens !== undefined) anchorNext.outputTokens = outputTokens;
   const next: CalibrationState = { anchor: anchorNext };
   if (growth) next.growth = growth;
-  // The share this count shows beyond the visible prompt, and the smaller of it and the previous one.
-  // A host that rewrote its history (the request does not extend the anchor: its own compaction, a
-  // new conversation on the session) may show another share: the comparison starts again. Across
-  // the guard's own compactions (no anchor, a reference) it goes on: the share does not shrink with
-  // the visible prompt, and a count of the compacted prompt is what shows it is real.
-  const rewritten = anchor !== undefined && !pending.extendsAnchor;
-  const earlier = state.hidden === undefined || rewritten ? [] : (state.hidden.recent ?? [state.hidden.last]);
-  const prior = growthModel(next, c).rate;
-  const across = earlier.length > 0 && !growth ? acrossCompaction(state, pending, realTokens, c) : undefined;
-  const rate = across && across.rate < prior ? across.rate : prior;
-  const last = realTokens - mediaTokens - (chars / CHARS_PER_TOKEN) * rate;
-  // The previous count read at the same rate as this one, so that the two shares compare.
-  const compared = rate < prior && across ? [...earlier.slice(0, -1), across.share(rate)] : earlier;
-  const recent = [...compared.slice(1 - HIDDEN_COUNTS), last];
-  // What no rate can explain: the count beyond calibration.max × the visible text is invisible for
-  // sure (a dense tokenizer stays under the bound), even seen through a single count.
-  const sure = Math.max(0, realTokens - mediaTokens - (chars / CHARS_PER_TOKEN) * c.max);
-  const floors = [
-    ...(state.hidden === undefined || rewritten ? [] : (state.hidden.floors ?? [])).slice(1 - HIDDEN_COUNTS),
-    sure,
-  ];
-  next.hidden =
-    recent.length > 1 ? { last, consistent: Math.min(...recent), recent, floors } : { last, recent, floors };
+  const output = foldOutput(state.output, pending.response);
+  if (output) next.output = output;
+  next.hidden = hiddenAfter(state, next, pending, realTokens, c);
   // Under one token it is noise, and the state stays as it was before any shortfall.
   if (shortfall >= 1) next.shortfall = shortfall;
   return next;
+}
+
+/**
+ * The rate a count's invisible share is read at, with the prior it may stand below. Before growth
+ * measured the rate, the prior is a guess (the ratio capped at the default): the rate the output
+ * counts show, or the one two counts across a compaction show, reads the shares when lower (a
+ * default that prices the provider dearer than it is reads a large share as nothing).
+ */
+function readingRate(
+  state: CalibrationState,
+  next: CalibrationState,
+  pending: PendingRequest,
+  realTokens: number,
+  compared: boolean,
+  c: ResolvedCalibration,
+): { rate: number; prior: number; across?: ReturnType<typeof acrossCompaction> } {
+  const prior = growthModel(next, c).rate;
+  if (next.growth) return { rate: prior, prior };
+  let rate = prior;
+  const shown = outputRate(next);
+  if (shown !== undefined && shown < rate) rate = Math.max(c.min, shown);
+  const across = compared ? acrossCompaction(state, pending, realTokens, c) : undefined;
+  if (across && across.rate < rate) rate = across.rate;
+  return { rate, prior, across };
+}
+
+/**
+ * The invisible share after a real count (`next` holds its anchor, growth and output sums): the
+ * share it shows beyond the visible prompt, and the smallest of it and the previous ones. A host
+ * that rewrote its history (the request does not extend the anchor: its own compaction, a new
+ * conversation on the session) may show another share: the comparison starts again. Across the
+ * guard's own compactions (no anchor, a reference) it goes on: the share does not shrink with the
+ * visible prompt, and a count of the compacted prompt is what shows it is real.
+ */
+function hiddenAfter(
+  state: CalibrationState,
+  next: CalibrationState,
+  pending: PendingRequest,
+  realTokens: number,
+  c: ResolvedCalibration,
+): NonNullable<CalibrationState['hidden']> {
+  const { chars, mediaTokens } = pending;
+  const rewritten = state.anchor !== undefined && !pending.extendsAnchor;
+  const kept = rewritten ? undefined : state.hidden;
+  const earlier = kept ? (kept.recent ?? [kept.last]) : [];
+  // The counts behind the last readings (none in states stored before they were kept).
+  const earlierCounts = earlier.length > 0 ? (kept?.counts ?? []).slice(-earlier.length) : [];
+  const { rate, prior, across } = readingRate(state, next, pending, realTokens, earlier.length > 0, c);
+  const readAt = ([real, heuristic]: HiddenCount): number => real - heuristic * rate;
+  const count: HiddenCount = [realTokens - mediaTokens, chars / CHARS_PER_TOKEN];
+  const last = readAt(count);
+  // Every earlier count read again at this count's rate, so that the shares compare: a reading at an
+  // earlier, dearer rate would otherwise hold the consistent share down for as long as it is kept.
+  // Readings stored without their count stay as they were, but for the previous count across a
+  // compaction (the reference's, read at the rate the two show).
+  const unknown = earlier.length - earlierCounts.length;
+  const compared = earlier.map((reading, i) => {
+    if (i >= unknown) return readAt(earlierCounts[i - unknown] as HiddenCount);
+    return i === earlier.length - 1 && across && rate < prior ? across.share(rate) : reading;
+  });
+  const recent = [...compared.slice(1 - HIDDEN_COUNTS), last];
+  const counts = [...earlierCounts.slice(1 - HIDDEN_COUNTS), count];
+  // What no rate can explain: the count beyond calibration.max × the visible text is invisible for
+  // sure (a dense tokenizer stays under the bound), even seen through a single count.
+  const sure = Math.max(0, realTokens - mediaTokens - (chars / CHARS_PER_TOKEN) * c.max);
+  const floors = [...(kept?.floors ?? []).slice(1 - HIDDEN_COUNTS), sure];
+  return recent.length > 1
+    ? { last, consistent: Math.min(...recent), recent, floors, counts }
+    : { last, recent, floors, counts };
 }
 
 /**
@@ -340,6 +425,7 @@ export function resetCalibration(state: CalibrationState, offset = 0): Calibrati
   if (state.growth) next.growth = state.growth;
   if (state.shortfall !== undefined) next.shortfall = state.shortfall;
   if (state.hidden !== undefined) next.hidden = state.hidden;
+  if (state.output !== undefined) next.output = state.output;
   if (last)
     next.reference = {
       realTokens: last.realTokens,

@@ -138,7 +138,7 @@ describe('recordRealCount', () => {
     // The share beyond the visible prompt at the prior rate (1.5 × 1,000): one count, nothing consistent yet.
     expect(next).toEqual({
       anchor: { ...request(4_000), realTokens: 2_000, outputTokens: 300 },
-      hidden: { last: 500, recent: [500], floors: [0] },
+      hidden: { last: 500, recent: [500], floors: [0], counts: [[2_000, 1_000]] },
     });
   });
 
@@ -528,6 +528,71 @@ describe('the invisible share across a compaction, no growth measured', () => {
     expect(across([8_000, 9_000], [6_000, 8_000]).hidden?.recent).toEqual([9_000 - 2_000 * 1.5, 8_000 - 1_500 * 1.5]);
     // 2 tokens per token removed, priced at the prior 1.5: no more share read than before.
     expect(across([80_000, 40_000], [4_000, 2_000]).hidden?.recent).toEqual([10_000, 500]);
+  });
+});
+
+describe('the invisible share read again when the rate it is read at is revised', () => {
+  // The soak's conversation 3498 (seed 2046551328): calibration.default 2, a provider counting 1 token
+  // per heuristic token plus 1,618 hidden ones; the guard compacted before each count.
+  const D: ResolvedCalibration = { min: 1, max: 5, default: 2 };
+  const counted = (state: CalibrationState, p: PendingRequest, real: number) =>
+    resetCalibration(recordRealCount({ ...state, pending: p }, p, real, undefined, D));
+
+  it('every kept count is read at the latest rate: an early reading at a dearer prior does not hold the share down', () => {
+    let state: CalibrationState = {};
+    state = counted(state, pending(6_199, false), 3_168);
+    state = counted(state, pending(6_064, false), 3_135);
+    // Same-sized prompts: read at the prior 2, ~70 and ~100 hidden tokens.
+    expect(state.hidden?.consistent).toBeLessThan(200);
+    // The compacted prompt's count shows the rate (1 per heuristic token): all three read again at it.
+    state = counted(state, pending(1_769, false), 2_061);
+    for (const share of state.hidden?.recent ?? []) expect(share).toBeCloseTo(1_618, -1);
+    expect(state.hidden?.consistent).toBeCloseTo(1_618, -1);
+  });
+
+  it('the output count of a response the guard measured shows the rate before any growth is measured', () => {
+    let state: CalibrationState = {};
+    state = counted(state, pending(6_199, false), 3_168);
+    // The next request held the response (2,438 characters) the provider reported 610 output tokens for.
+    state = counted(
+      state,
+      { ...pending(6_064, false), response: { heuristicTokens: 2_438 / 4, outputTokens: 610 } },
+      3_135,
+    );
+    expect(state.hidden?.consistent).toBeCloseTo(1_618, -1);
+    // The compacted prompt (1,769 characters, counted 2,061) is priced with the share.
+    expect(priceAfterReset(state, D)(1_769, 0)).toBeGreaterThanOrEqual(2_061);
+  });
+
+  it('a small response, or one whose output count is dearer than the prior, leaves the reading at the prior', () => {
+    let state: CalibrationState = {};
+    state = counted(state, pending(6_199, false), 3_168);
+    const small = counted(
+      state,
+      { ...pending(6_064, false), response: { heuristicTokens: 53, outputTokens: 54 } },
+      3_135,
+    );
+    expect(small.hidden?.consistent).toBeCloseTo(3_168 - 2 * 1_549.75);
+    // Reasoning tokens the response does not show: the output count is only an upper bound of the rate.
+    const dear = counted(
+      state,
+      { ...pending(6_064, false), response: { heuristicTokens: 600, outputTokens: 3_000 } },
+      3_135,
+    );
+    expect(dear.hidden?.consistent).toBeCloseTo(3_168 - 2 * 1_549.75);
+  });
+
+  it('a state stored before the counts were kept goes on from its readings', () => {
+    const stored: CalibrationState = {
+      reference: { realTokens: 3_135, chars: 6_064, mediaTokens: 0 },
+      hidden: { last: 103, consistent: 68.5, recent: [68.5, 103], floors: [0, 0] },
+    };
+    const p = pending(1_769, false);
+    const next = recordRealCount({ ...stored, pending: p }, p, 2_061, undefined, D);
+    // The previous count is the reference: read again across the compaction; the oldest as it was.
+    expect(next.hidden?.recent?.[0]).toBe(68.5);
+    expect(next.hidden?.recent?.[1]).toBeCloseTo(1_618, -1);
+    expect(next.hidden?.counts).toHaveLength(1);
   });
 });
 
