@@ -3,7 +3,6 @@
 // afterModel folds the provider's real count into the calibration (call/usage.ts). State goes
 // through the session repository (state/repository.ts). Nothing here ever throws into the host
 // agent: failures become events, and a call that fails inside the guard fails closed.
-import { LRUCache } from 'lru-cache';
 import { Archive } from './archive/archive.ts';
 import type { CompactionReceipt, RecalledItem, RecallOptions } from './archive/types.ts';
 import type {
@@ -24,7 +23,7 @@ import { DEFAULTS, resolveOptions, type ContextGuardOptions, type ResolvedOption
 import { CircuitBreaker } from './compaction/compaction.ts';
 import type { ContextGuardEvent, ErrorEvent } from './events.ts';
 import type { GuardMessage } from './messages.ts';
-import { atMostEntries } from './state/bounded.ts';
+import { BoundedMap } from './state/bounded.ts';
 import { SessionRepository } from './state/repository.ts';
 import type { SessionStatus } from './state/session.ts';
 import type { StateStore } from './state/store.ts';
@@ -50,12 +49,12 @@ class Guard implements ContextGuard {
    * rejection of that call teaches the window of the right model. In-process (the rejection comes
    * back to the process that sent the call), bounded by `maxSessions`, the least recently changed forgotten first.
    */
-  private readonly lastModels: LRUCache<string, { modelId: string | undefined; contextWindow: number | undefined }>;
+  private readonly lastModels: BoundedMap<string, { modelId: string | undefined; contextWindow: number | undefined }>;
 
   constructor(resolved: ResolvedOptions) {
     this.options = resolved;
     this.subscriptions = new SessionSubscriptions(resolved.maxSessions);
-    this.lastModels = new LRUCache(atMostEntries(resolved.maxSessions));
+    this.lastModels = new BoundedMap(resolved.maxSessions);
     this.sessions = new SessionRepository({
       store: resolved.store,
       maxSessions: resolved.maxSessions,

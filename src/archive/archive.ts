@@ -2,14 +2,13 @@
 // out of the prompt (before that prompt is sent) with a receipt of what it did, and recall finds
 // them again. The archive lives beside the session state in the same store (store.ts); the search
 // index is per process (recall.ts).
-import { LRUCache } from 'lru-cache';
 import { quotedId } from '../compaction/quoted-id.ts';
 import type { CompactionMemo, View } from '../compaction/memo.ts';
 import { clipMiddle } from '../compaction/text.ts';
 import type { CompactionResult } from '../compaction/contract.ts';
 import type { ContextGuardEvent } from '../events.ts';
 import type { GuardMessage } from '../messages.ts';
-import { atMostEntries } from '../state/bounded.ts';
+import { BoundedMap } from '../state/bounded.ts';
 import type { StateStore } from '../state/store.ts';
 import { archiveItems, replacedMessages, replacementsOf } from './items.ts';
 import { RecallIndex } from './recall.ts';
@@ -80,7 +79,7 @@ export class Archive {
   private readonly store: ArchiveStore;
   private readonly index: RecallIndex;
   /** Labels given out per session in this process, so two compactions in one millisecond differ. */
-  private readonly lastLabel = new LRUCache<string, string>(atMostEntries(10_000));
+  private readonly lastLabel = new BoundedMap<string, string>(10_000);
 
   constructor(
     settings: ArchiveSettings,

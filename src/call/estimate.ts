@@ -2,13 +2,12 @@
 // earlier compactions), tool pairing is repaired, and the prompt is estimated with the session's
 // calibration (decide.ts then decides whether to compact). Pure but for the measurer's incremental
 // caches and the pairing progress: no store, no events.
-import { LRUCache } from 'lru-cache';
 import type { Call } from './measure.ts';
 import type { ResolvedCalibration } from '../config.ts';
 import { renderView, replaceMedia, requestEditsDropped, type CompactionMemo, type View } from '../compaction/memo.ts';
 import { requestIndex } from '../compaction/request.ts';
 import { lastUnitStart, repairToolPairing } from '../compaction/structure.ts';
-import { atMostEntries } from '../state/bounded.ts';
+import { BoundedMap } from '../state/bounded.ts';
 import type { SessionState } from '../state/session.ts';
 import { compactionCalibration, estimate, oneOffJump, priceAfterReset, type Estimate } from '../tokens/calibration.ts';
 import { CHARS_PER_TOKEN } from '../tokens/heuristic.ts';
@@ -51,10 +50,10 @@ export interface FixedPart {
  * repair: the next call checks from there, so the cost follows what was added.
  */
 export class PairingProgress {
-  private readonly validUpTo: LRUCache<string, number>;
+  private readonly validUpTo: BoundedMap<string, number>;
 
   constructor(max: number) {
-    this.validUpTo = new LRUCache(atMostEntries(max));
+    this.validUpTo = new BoundedMap(max);
   }
 
   /** The index checked up to, forgotten until `set` (a call that repaired something checks again). */

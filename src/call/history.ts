@@ -1,9 +1,8 @@
 // The history comparison: each call's messages compared with the session's last ones, once, by
 // identity or by content (a host that rebuilds its objects), amortized over calls for a long
 // history; what is found the same is not checked or measured again.
-import { LRUCache } from 'lru-cache';
 import type { GuardMessage } from '../messages.ts';
-import { atMostEntries } from '../state/bounded.ts';
+import { BoundedMap } from '../state/bounded.ts';
 import { MessageKeys, type CanonicalMessages, type LatestRequestFound } from '../tokens/prompt-measure.ts';
 import { validMessages, type ValidatedMessages } from './check.ts';
 
@@ -118,11 +117,11 @@ export interface CheckedInput extends ValidatedMessages {
  * looked at again.
  */
 export class CheckedInputs {
-  private readonly last: LRUCache<string, CheckedHistory>;
+  private readonly last: BoundedMap<string, CheckedHistory>;
   private readonly amortized: boolean;
 
   constructor(max: number, historyCheck: 'amortized' | 'full' = 'amortized') {
-    this.last = new LRUCache(atMostEntries(max));
+    this.last = new BoundedMap(max);
     this.amortized = historyCheck === 'amortized';
   }
 

@@ -2,14 +2,13 @@
 // the model registry, or the fallback, never above a limit the provider named), how its text is
 // counted, and the measures of its messages. Problems with the configuration surface here, once
 // each, as events; the call goes on.
-import { LRUCache } from 'lru-cache';
 import { DEFAULTS, MIN_CONTEXT_WINDOW, thresholdFor, type ResolvedOptions } from '../config.ts';
 import type { ContextGuardEvent } from '../events.ts';
 import type { GuardMessage, ToolDefinition } from '../messages.ts';
 import { CHARACTER_MEASURE, encodingFor, textMeasure, type TextMeasure } from '../tokens/exact.ts';
 import { mediaProviderForModel } from '../tokens/media.ts';
 import type { CanonicalMessages, MeasuredPrompt, PromptMeasurer } from '../tokens/prompt-measure.ts';
-import { atMostEntries } from '../state/bounded.ts';
+import { BoundedMap } from '../state/bounded.ts';
 import { matchingOverride, resolveModelInfo } from '../tokens/windows.ts';
 
 /** One beforeModel call: its messages, its window, and how its prompts are measured. */
@@ -94,10 +93,10 @@ const NO_MODEL = Symbol('no model id');
 
 /** Resolves windows, thresholds and text measures, reporting each configuration problem once. */
 export class CallResolver {
-  private readonly facts = new LRUCache<string | typeof NO_MODEL, ModelFacts>(atMostEntries(MODEL_FACTS));
-  private readonly reportedModels = new LRUCache<string, true>(atMostEntries(MODEL_FACTS));
+  private readonly facts = new BoundedMap<string | typeof NO_MODEL, ModelFacts>(MODEL_FACTS);
+  private readonly reportedModels = new BoundedMap<string, true>(MODEL_FACTS);
   /** Windows providers named in their rejections, by model id ('' for calls without one), the oldest forgotten first. */
-  private readonly learned = new LRUCache<string, number>(atMostEntries(DEFAULTS.maxLearnedWindows));
+  private readonly learned = new BoundedMap<string, number>(DEFAULTS.maxLearnedWindows);
   private tokenizerReported = false;
   private readonly options: ResolvedOptions;
   private readonly emit: (event: ContextGuardEvent) => void;

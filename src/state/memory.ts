@@ -1,7 +1,6 @@
 // The default store: a bounded in-memory map that evicts the least recently used session, so a
 // long-running server with many short conversations keeps a constant footprint.
-import { LRUCache } from 'lru-cache';
-import { atMostEntries } from './bounded.ts';
+import { BoundedMap } from './bounded.ts';
 import type { StateStore } from './store.ts';
 
 export interface MemoryStoreOptions {
@@ -12,13 +11,13 @@ export interface MemoryStoreOptions {
 export class MemoryStore<T> implements StateStore<T> {
   readonly maxSessions: number;
   // A read and a write both make the session the most recently used.
-  private readonly entries: LRUCache<string, T & {}>;
+  private readonly entries: BoundedMap<string, T & {}>;
 
   constructor(options: MemoryStoreOptions = {}) {
     const max = options.maxSessions ?? 10_000;
     if (!Number.isInteger(max) || max < 1) throw new RangeError('MemoryStore: maxSessions must be a whole number >= 1');
     this.maxSessions = max;
-    this.entries = new LRUCache(atMostEntries(max));
+    this.entries = new BoundedMap(max);
   }
 
   get size(): number {

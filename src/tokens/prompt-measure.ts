@@ -9,14 +9,13 @@
 // copy of it), then against a per-object cache (messages kept after a compaction move position),
 // and only then measured. The cache lives in this process only; the session state keeps just
 // fingerprints.
-import { LRUCache } from 'lru-cache';
 import type { GuardMessage, ToolDefinition } from '../messages.ts';
 import type { PromptFingerprint, RequestMeasure } from './fingerprint.ts';
 import { hashMessage } from './hash.ts';
 import type { TextMeasure } from './exact.ts';
 import { measureMessage, measureTool } from './heuristic.ts';
 import type { MediaProvider } from './media.ts';
-import { atMostEntries } from '../state/bounded.ts';
+import { BoundedMap } from '../state/bounded.ts';
 
 /** One measured message. */
 export interface Entry {
@@ -417,7 +416,7 @@ export class MessageKeys {
 }
 
 export class PromptMeasurer {
-  private readonly sessions: LRUCache<string, SessionCache>;
+  private readonly sessions: BoundedMap<string, SessionCache>;
   /**
    * Measures by message object, across sessions and keys: where a message measured before is found
    * at another position (kept after a compaction, in a candidate prompt). Filled lazily: a measure
@@ -429,7 +428,7 @@ export class PromptMeasurer {
   private readonly unpublished: SessionCache[] = [];
   private readonly toolCache = new WeakMap<object, { key: string; chars: number }>();
   constructor(maxSessions: number) {
-    this.sessions = new LRUCache(atMostEntries(maxSessions));
+    this.sessions = new BoundedMap(maxSessions);
   }
 
   /**

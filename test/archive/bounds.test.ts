@@ -49,6 +49,25 @@ describe('recall indexes', () => {
     expect(index.chars).toBeLessThanOrEqual(50_000);
   });
 
+  it('hold at most maxSessions sessions, the least recently recalled dropped first', () => {
+    const index = new RecallIndex(3);
+    const archives = new Map<string, SessionArchive>();
+    const recall = (s: string) => {
+      const archive = archives.get(s) ?? archiveOf([batch(`b-${s}`, `word${s}`, 100)]);
+      archives.set(s, archive);
+      return index.recall(s, archive, { query: `word${s}` }, 1_000);
+    };
+    for (const s of ['a', 'b', 'c']) expect(recall(s)).toHaveLength(1);
+    expect(recall('a')).toHaveLength(1); // a is now the most recently recalled: b goes first
+    expect(recall('d')).toHaveLength(1);
+    expect(index.sessions).toBe(3);
+    const chars = index.chars;
+    expect(recall('a')).toHaveLength(1); // kept: nothing indexed again
+    expect(index.chars).toBe(chars);
+    expect(recall('b')).toHaveLength(1); // dropped: indexed again, c dropped in turn
+    expect(index.sessions).toBe(3);
+  });
+
   it('follow an archive as it changes: new batches indexed, evicted ones gone', () => {
     const index = new RecallIndex(10);
     const b1 = batch('b1', 'alpha', 1_000);
