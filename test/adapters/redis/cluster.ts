@@ -181,53 +181,36 @@ export async function startCluster(options: { own?: boolean } = {}): Promise<Clu
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    for (let i = 0; i < 6; i++) {
-      const port = await freePort();
+    // Every port distinct across the cluster: freePort only knows what is bound now, and a node
+    // started a moment ago may not have bound its bus port yet.
+    const taken = new Set<number>();
+    const distinctPort = async (): Promise<number> => {
+      let port = await freePort();
+      while (taken.has(port)) port = await freePort();
+      taken.add(port);
+      return port;
+    };
+    const startNode = async (): Promise<{ port: number; child: ChildProcess }> => {
+      const port = await distinctPort();
       // The cluster bus needs a port of its own: another free one, not port + 10,000 (maybe taken, or past 65,535).
-      let bus = await freePort();
-      while (bus === port) bus = await freePort();
-      const child = spawn(
-        bin,
-        [
-          '--port',
-          String(port),
-          '--cluster-port',
-          String(bus),
-          '--bind',
-          '127.0.0.1',
-          '--cluster-enabled',
-          'yes',
-          '--cluster-config-file',
-          join(dir, `nodes-${port}.conf`),
-          // A master that stops answering for a second is failed over.
-          // Replicas sync at once (the default waits 5 s for more replicas to share a transfer).
-          '--repl-diskless-sync-delay',
-          '0',
-          '--cluster-node-timeout',
-          '1000',
-          '--save',
-          '',
-          '--appendonly',
-          'no',
-          '--dir',
-          dir,
-          '--logfile',
-          '',
-          '--loglevel',
-          'warning',
-        ],
-        { stdio: 'ignore' },
-      );
+      const bus = await distinctPort();
+      const child = spawn(bin, clusterNodeArgs(port, bus, dir), { stdio: 'ignore' });
       processes.add(child);
       child.on('exit', () => processes.delete(child));
-      children.set(port, child);
-      nodes.push({ host: '127.0.0.1', port });
-    }
-    for (const { port } of nodes) {
-      for (let attempt = 0; ; attempt++) {
-        if ((await rawCommand('127.0.0.1', port, ['PING'], 500).catch(() => '')) === 'PONG') break;
-        if (attempt > 100) throw new Error(`cluster node ${port} did not start`);
-        await sleep(50);
+      return { port, child };
+    };
+    for (let i = 0; i < 6; i++) {
+      // A port another process bound between freePort and redis-server (tests run in parallel)
+      // ends the node at once: it is started again on new ports.
+      for (let start = 1; ; start++) {
+        const { port, child } = await startNode();
+        if (await answers(port, child)) {
+          children.set(port, child);
+          nodes.push({ host: '127.0.0.1', port });
+          break;
+        }
+        child.kill('SIGKILL');
+        if (start === 3) throw new Error(`cluster node ${port} did not start (three attempts)`);
       }
     }
     await execFileAsync(
@@ -261,4 +244,47 @@ export async function startCluster(options: { own?: boolean } = {}): Promise<Clu
     await stop();
     throw error;
   }
+}
+
+/** redis-server's arguments for a node of a test cluster. */
+function clusterNodeArgs(port: number, bus: number, dir: string): string[] {
+  return [
+    '--port',
+    String(port),
+    '--cluster-port',
+    String(bus),
+    '--bind',
+    '127.0.0.1',
+    '--cluster-enabled',
+    'yes',
+    '--cluster-config-file',
+    join(dir, `nodes-${port}.conf`),
+    // A master that stops answering for a second is failed over.
+    // Replicas sync at once (the default waits 5 s for more replicas to share a transfer).
+    '--repl-diskless-sync-delay',
+    '0',
+    '--cluster-node-timeout',
+    '1000',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--dir',
+    dir,
+    '--logfile',
+    '',
+    '--loglevel',
+    'warning',
+  ];
+}
+
+/** Whether a node just started answers PING (false as soon as its process ends; 30 s at most, for a loaded machine). */
+async function answers(port: number, child: ChildProcess): Promise<boolean> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null || child.signalCode !== null) return false;
+    if ((await rawCommand('127.0.0.1', port, ['PING'], 500).catch(() => '')) === 'PONG') return true;
+    await sleep(50);
+  }
+  return false;
 }
