@@ -8,6 +8,9 @@
 //   node bench/overhead-vs.ts /tmp/before                (this checkout / that one)
 //   node bench/overhead-vs.ts . --rounds 300             (against itself: how much a ratio wanders)
 //   node bench/overhead-vs.ts /tmp/before --rebuilt      (a host that rebuilds its messages every call, as the AI SDK does)
+//   node --max-semi-space-size=512 bench/overhead-vs.ts /tmp/before --alloc
+//        (bytes allocated per call instead of time: the heap's growth across each call, with a young
+//        generation large enough that no collection runs inside one; a call a collection ran in is skipped)
 //
 // Then the cost of making a guard (createContextGuard with a window), 1,000 of each, taking turns
 // in blocks of 100: a server that makes a guard per request pays it on every request.
@@ -36,6 +39,7 @@ const STEPS = 260;
 const TIMED_FROM = STEPS / 2;
 const RESULT_CHARS = 3_000;
 const rebuiltHost = argv.includes('--rebuilt');
+const allocation = argv.includes('--alloc');
 
 type Lib = typeof import('../src/index.ts');
 const here = path.resolve(import.meta.dirname, '..');
@@ -92,7 +96,7 @@ const tools = [
   },
 ];
 
-/** One session on a new guard of `lib`: the mean µs per call over the timed steps. */
+/** One session on a new guard of `lib`: the mean µs (or with --alloc, bytes allocated) per call over the timed steps. */
 async function session(lib: Lib): Promise<number> {
   let heuristic = 0;
   const guard = lib.createContextGuard({
@@ -107,15 +111,21 @@ async function session(lib: Lib): Promise<number> {
     { role: 'user', content: 'Read the whole repository.' },
   ];
   let total = 0;
+  let counted = 0;
   for (let i = 0; i < STEPS; i++) {
     history = [...history, ...step(i, texts[i] as string)];
     const sent = rebuiltHost ? rebuild(history) : history;
+    const h0 = allocation ? process.memoryUsage().heapUsed : 0;
     const t0 = performance.now();
     await guard.beforeModel({ sessionId: 's', messages: sent, tools });
     await guard.afterModel({ sessionId: 's', usage: { inputTokens: Math.round(heuristic * 1.3) } });
-    if (i >= TIMED_FROM) total += performance.now() - t0;
+    const spent = allocation ? process.memoryUsage().heapUsed - h0 : (performance.now() - t0) * 1000;
+    if (i >= TIMED_FROM && spent >= 0) {
+      total += spent;
+      counted++;
+    }
   }
-  return (total * 1000) / (STEPS - TIMED_FROM);
+  return total / counted;
 }
 
 const sorted = (xs: number[]): number[] => [...xs].sort((a, b) => a - b);
@@ -134,9 +144,9 @@ for (let r = 0; r < ROUNDS; r++) {
   ratios.push((t[0] as number) / (t[1] as number));
 }
 
-const µs = (x: number): string => x.toFixed(2);
+const µs = (x: number): string => x.toFixed(allocation ? 0 : 2);
 console.log(
-  `node ${process.version}, ${ROUNDS} rounds (${rebuiltHost ? 'rebuilt' : 'same'} objects), µs per call, median of rounds:`,
+  `node ${process.version}, ${ROUNDS} rounds (${rebuiltHost ? 'rebuilt' : 'same'} objects), ${allocation ? 'bytes allocated' : 'µs'} per call, median of rounds:`,
 );
 console.log(`  this checkout  ${µs(quantile(times[0], 0.5))}   (${here})`);
 console.log(`  other          ${µs(quantile(times[1], 0.5))}   (${path.resolve(other)})`);

@@ -174,7 +174,8 @@ export class ArchiveStore {
   }
 
   hasPending(sessionId: string): boolean {
-    return this.pending.has(sessionId);
+    // Asked on every call; writes wait only after a store failed (lru-cache's has allocates its options).
+    return this.pending.size > 0 && this.pending.has(sessionId);
   }
 
   /** The session's archive: the store's, with the writes still waiting in this process. */

@@ -387,22 +387,29 @@ function hiddenAfter(
   const kept = rewritten ? undefined : state.hidden;
   const earlier = kept ? (kept.recent ?? [kept.last]) : [];
   // The counts behind the last readings (none in states stored before they were kept).
-  const earlierCounts = earlier.length > 0 ? (kept?.counts ?? []).slice(-earlier.length) : [];
+  const storedCounts = kept?.counts ?? [];
+  const known = Math.min(earlier.length, storedCounts.length);
   const { rate, prior, across } = readingRate(state, next, pending, realTokens, earlier.length > 0, c);
-  const readAt = ([real, heuristic]: HiddenCount): number => real - heuristic * rate;
   const count: HiddenCount = [realTokens - mediaTokens, chars / CHARS_PER_TOKEN];
-  const last = readAt(count);
+  const last = count[0] - count[1] * rate;
   // Every earlier count read again at this count's rate, so that the shares compare: a reading at an
   // earlier, dearer rate would otherwise hold the consistent share down for as long as it is kept.
   // Readings stored without their count stay as they were, but for the previous count across a
-  // compaction (the reference's, read at the rate the two show).
-  const unknown = earlier.length - earlierCounts.length;
-  const compared = earlier.map((reading, i) => {
-    if (i >= unknown) return readAt(earlierCounts[i - unknown] as HiddenCount);
-    return i === earlier.length - 1 && across && rate < prior ? across.share(rate) : reading;
-  });
-  const recent = [...compared.slice(1 - HIDDEN_COUNTS), last];
-  const counts = [...earlierCounts.slice(1 - HIDDEN_COUNTS), count];
+  // compaction (the reference's, read at the rate the two show). Plain loops: this runs on every
+  // real count, and spreads, slices and closures would be garbage on each.
+  const unknown = earlier.length - known;
+  const recent: number[] = [];
+  const counts: HiddenCount[] = [];
+  for (let i = Math.max(0, earlier.length - (HIDDEN_COUNTS - 1)); i < earlier.length; i++) {
+    if (i >= unknown) {
+      const stored = storedCounts[storedCounts.length - earlier.length + i] as HiddenCount;
+      recent.push(stored[0] - stored[1] * rate);
+      counts.push(stored);
+    } else
+      recent.push(i === earlier.length - 1 && across && rate < prior ? across.share(rate) : (earlier[i] as number));
+  }
+  recent.push(last);
+  counts.push(count);
   // What no rate can explain: the count beyond calibration.max × the visible text is invisible for
   // sure (a dense tokenizer stays under the bound), even seen through a single count.
   const sure = Math.max(0, realTokens - mediaTokens - (chars / CHARS_PER_TOKEN) * c.max);
