@@ -11,7 +11,7 @@ import {
   type GuardMessage,
   type SessionState,
   type StateStore,
-} from '../src/index.ts';
+} from '../../src/index.ts';
 
 type Host = 'same' | 'rebuilt' | 'mixed' | 'in-place';
 

@@ -2,7 +2,7 @@
 // wordings and error shapes of each provider: the AI SDK's APICallError (`responseBody` as text,
 // `data` parsed), the provider SDKs' APIError (`error` parsed), LangChain's wrapper with `cause`.
 import { describe, expect, it } from 'vitest';
-import { isContextLengthError, windowFromError } from '../src/call/overflow.ts';
+import { isContextLengthError, windowFromError } from '../../src/call/overflow.ts';
 
 /** What the AI SDK throws for a non-2xx answer: the body as text and parsed. */
 function apiCallError(status: number, body: unknown): Error {

@@ -3,12 +3,12 @@
 // providers name (learned), the
 // threshold when the buffer leaves no room, and the text measure with its fallback to characters.
 import { describe, expect, it, vi } from 'vitest';
-import { CallResolver } from '../src/call/measure.ts';
-import { resolveOptions, type ContextGuardOptions } from '../src/config.ts';
-import type { ContextGuardEvent } from '../src/events.ts';
-import { CHARACTER_MEASURE } from '../src/tokens/exact.ts';
-import { PromptMeasurer } from '../src/tokens/prompt-measure.ts';
-import { user } from './helpers.ts';
+import { CallResolver } from '../../src/call/measure.ts';
+import { resolveOptions, type ContextGuardOptions } from '../../src/config.ts';
+import type { ContextGuardEvent } from '../../src/events.ts';
+import { CHARACTER_MEASURE } from '../../src/tokens/exact.ts';
+import { PromptMeasurer } from '../../src/tokens/prompt-measure.ts';
+import { user } from '../helpers.ts';
 
 // The cl100k encoder cannot load in this file: the fallback to characters is tested with it.
 vi.mock('gpt-tokenizer/encoding/cl100k_base', () => {

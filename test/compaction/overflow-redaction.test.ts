@@ -6,8 +6,8 @@
 // summarizer's transcript is, not redacted after its lines were flattened (a YAML `key:` on its own
 // line becomes a mid-line `key: value` that no longer reads as a secret assignment).
 import { describe, expect, it } from 'vitest';
-import { createContextGuard, type ContextGuardEvent, type GuardMessage } from '../src/index.ts';
-import { assistant, system, user } from './helpers.ts';
+import { createContextGuard, type ContextGuardEvent, type GuardMessage } from '../../src/index.ts';
+import { assistant, system, user } from '../helpers.ts';
 
 const SECRET = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY';
 

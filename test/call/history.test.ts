@@ -4,10 +4,10 @@
 // or rebuilt around the same values are neither checked nor measured again; an old message that
 // changed, moved, went missing or became junk is always found.
 import { describe, expect, it } from 'vitest';
-import type { GuardMessage } from '../src/index.ts';
-import { CheckedInputs, type CheckedInput } from '../src/call/history.ts';
-import { MessageKeys } from '../src/tokens/prompt-measure.ts';
-import { assistant, system, toolStep, user } from './helpers.ts';
+import type { GuardMessage } from '../../src/index.ts';
+import { CheckedInputs, type CheckedInput } from '../../src/call/history.ts';
+import { MessageKeys } from '../../src/tokens/prompt-measure.ts';
+import { assistant, system, toolStep, user } from '../helpers.ts';
 
 function history(steps: number): GuardMessage[] {
   const out: GuardMessage[] = [system('sys'), user('start')];

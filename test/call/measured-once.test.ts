@@ -2,10 +2,10 @@
 // rendering it, and neither the compaction's cache accounting nor the call's record measures it again;
 // the system messages are measured once per call, apart from the prompts.
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createContextGuard, type GuardMessage } from '../src/index.ts';
-import { hashMessage } from '../src/tokens/hash.ts';
-import { PromptMeasurer } from '../src/tokens/prompt-measure.ts';
-import { assistant, system, toolStep, user } from './helpers.ts';
+import { createContextGuard, type GuardMessage } from '../../src/index.ts';
+import { hashMessage } from '../../src/tokens/hash.ts';
+import { PromptMeasurer } from '../../src/tokens/prompt-measure.ts';
+import { assistant, system, toolStep, user } from '../helpers.ts';
 
 afterEach(() => {
   vi.restoreAllMocks();

@@ -5,8 +5,8 @@
 // messages back. Counted reads, not timings: finding the latest request scanned back to it on
 // every call (10,000 calls of a one-request agent run took 14.5 s, 30,000 calls 68 s).
 import { describe, expect, it } from 'vitest';
-import { createContextGuard, type GuardMessage, redactSecrets } from '../src/index.ts';
-import { system, toolStep, user } from './helpers.ts';
+import { createContextGuard, type GuardMessage, redactSecrets } from '../../src/index.ts';
+import { system, toolStep, user } from '../helpers.ts';
 
 /** `m`, counting every property read of it into `reads` while `watching.on`. */
 function watched(m: GuardMessage, reads: { n: number; on: boolean }): GuardMessage {

@@ -13,7 +13,7 @@ import {
   type GuardMessage,
   type SessionState,
   type StateStore,
-} from '../src/index.ts';
+} from '../../src/index.ts';
 import {
   BOUNDARY_MESSAGES,
   CheckedInputs,
@@ -21,8 +21,8 @@ import {
   HEAD_MESSAGES,
   REBUILT_SLICE_MESSAGES,
   SLICE_MESSAGES,
-} from '../src/call/history.ts';
-import { system, toolStep, user } from './helpers.ts';
+} from '../../src/call/history.ts';
+import { system, toolStep, user } from '../helpers.ts';
 
 type Host = 'same objects' | 'rebuilt objects';
 const HOSTS: Host[] = ['same objects', 'rebuilt objects'];

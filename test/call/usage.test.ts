@@ -2,10 +2,10 @@
 // whether the input count is plausible for the request it answers. With a 100k window, a request
 // of 40,000 characters (10,000 heuristic tokens) plausibly costs 1,000 to 100,000 tokens.
 import { describe, expect, it } from 'vitest';
-import type { ModelUsage } from '../src/api.ts';
-import type { ResolvedCalibration } from '../src/config.ts';
-import type { PendingRequest } from '../src/state/session.ts';
-import { judgeUsage, usageShapeProblem } from '../src/call/usage.ts';
+import type { ModelUsage } from '../../src/api.ts';
+import type { ResolvedCalibration } from '../../src/config.ts';
+import type { PendingRequest } from '../../src/state/session.ts';
+import { judgeUsage, usageShapeProblem } from '../../src/call/usage.ts';
 
 const C: ResolvedCalibration = { min: 1, max: 5, default: 1.5 };
 const WINDOW = 100_000;
