@@ -8,6 +8,11 @@
 //   node bench/overhead-vs.ts /tmp/before                (this checkout / that one)
 //   node bench/overhead-vs.ts . --rounds 300             (against itself: how much a ratio wanders)
 //   node bench/overhead-vs.ts /tmp/before --rebuilt      (a host that rebuilds its messages every call, as the AI SDK does)
+//   node bench/overhead-vs.ts /tmp/before --alone other --rounds 14
+//        (one checkout's guard alone in the process, no warm-up, no pairing: what a process running
+//        one version sees; under `valgrind --tool=cachegrind node --single-threaded ...`, the
+//        difference between --rounds 14 and --rounds 4, divided by 2,600 calls, is the instructions
+//        a call executes, which no other process on the machine changes)
 //   node --max-semi-space-size=512 bench/overhead-vs.ts /tmp/before --alloc
 //        (bytes allocated per call instead of time: the heap's growth across each call, with a young
 //        generation large enough that no collection runs inside one; a call a collection ran in is skipped)
@@ -40,12 +45,17 @@ const TIMED_FROM = STEPS / 2;
 const RESULT_CHARS = 3_000;
 const rebuiltHost = argv.includes('--rebuilt');
 const allocation = argv.includes('--alloc');
+const aloneAt = argv.indexOf('--alone');
+const alone = aloneAt >= 0 ? (argv[aloneAt + 1] === 'other' ? 1 : 0) : undefined;
 
 type Lib = typeof import('../src/index.ts');
 const here = path.resolve(import.meta.dirname, '..');
 const load = async (root: string): Promise<Lib> =>
   (await import(pathToFileURL(path.join(path.resolve(root), 'src/index.ts')).href)) as Lib;
-const guards: [Lib, Lib] = [await load(here), await load(other)];
+const guards: [Lib, Lib] =
+  alone === undefined
+    ? [await load(here), await load(other)]
+    : ((lib) => [lib, lib] as [Lib, Lib])(await load(alone === 0 ? here : other));
 
 let seed = 42;
 function random(): number {
@@ -131,6 +141,14 @@ async function session(lib: Lib): Promise<number> {
 const sorted = (xs: number[]): number[] => [...xs].sort((a, b) => a - b);
 const quantile = (xs: number[], q: number): number => sorted(xs)[Math.floor((xs.length - 1) * q)] as number;
 
+if (alone !== undefined) {
+  const times: number[] = [];
+  for (let r = 0; r < ROUNDS; r++) times.push(await session(guards[0]));
+  console.log(
+    `${alone === 0 ? here : path.resolve(other)} alone, ${ROUNDS} rounds: ${quantile(times, 0.5).toFixed(2)} ${allocation ? 'bytes' : 'µs'} per call (median of rounds)`,
+  );
+  process.exit(0);
+}
 for (let r = 0; r < WARM_ROUNDS; r++) for (const lib of guards) await session(lib);
 const times: [number[], number[]] = [[], []];
 const ratios: number[] = [];
