@@ -27,6 +27,7 @@
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { GuardMessage } from '../src/index.ts';
+import { fileText, lcg, readFileTools, rebuild, toolStep } from './tool-steps.ts';
 
 const argv = process.argv.slice(2);
 const other = argv.find((a) => !a.startsWith('--'));
@@ -42,7 +43,6 @@ const ROUNDS = option('--rounds', 300);
 const WARM_ROUNDS = 10;
 const STEPS = 260;
 const TIMED_FROM = STEPS / 2;
-const RESULT_CHARS = 3_000;
 const rebuiltHost = argv.includes('--rebuilt');
 const allocation = argv.includes('--alloc');
 const aloneAt = argv.indexOf('--alone');
@@ -57,54 +57,9 @@ const guards: [Lib, Lib] =
     ? [await load(here), await load(other)]
     : ((lib) => [lib, lib] as [Lib, Lib])(await load(alone === 0 ? here : other));
 
-let seed = 42;
-function random(): number {
-  seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
-  return seed / 2_147_483_648;
-}
-
-function fileText(step: number): string {
-  const lines: string[] = [];
-  let length = 0;
-  while (length < RESULT_CHARS) {
-    const line = `  const value${step}_${lines.length} = compute(${Math.floor(random() * 1e6)}, "${random().toString(36).slice(2)}");`;
-    lines.push(line);
-    length += line.length + 1;
-  }
-  return lines.join('\n');
-}
-
-function step(i: number, text: string): GuardMessage[] {
-  const id = `call_${i}`;
-  return [
-    {
-      role: 'assistant',
-      content: [
-        { type: 'text', text: `Reading file ${i}.` },
-        { type: 'tool-call', toolCallId: id, toolName: 'read_file', input: { path: `src/module_${i}.ts` } },
-      ],
-    },
-    {
-      role: 'tool',
-      content: [{ type: 'tool-result', toolCallId: id, toolName: 'read_file', output: { type: 'text', value: text } }],
-    },
-  ];
-}
-
-/** What the AI SDK does each step: new message and part objects around the same strings. */
-const rebuild = (messages: GuardMessage[]): GuardMessage[] =>
-  messages.map(
-    (m) => ({ ...m, content: Array.isArray(m.content) ? m.content.map((p) => ({ ...p })) : m.content }) as GuardMessage,
-  );
-
-const texts = Array.from({ length: STEPS }, (_, i) => fileText(i));
-const tools = [
-  {
-    name: 'read_file',
-    description: 'Read a file of the repository',
-    inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
-  },
-];
+const random = lcg(42);
+const texts = Array.from({ length: STEPS }, (_, i) => fileText(i, random));
+const tools = readFileTools;
 
 /** One session on a new guard of `lib`: the mean µs (or with --alloc, bytes allocated) per call over the timed steps. */
 async function session(lib: Lib): Promise<number> {
@@ -123,7 +78,7 @@ async function session(lib: Lib): Promise<number> {
   let total = 0;
   let counted = 0;
   for (let i = 0; i < STEPS; i++) {
-    history = [...history, ...step(i, texts[i] as string)];
+    history = [...history, ...toolStep(i, texts[i] as string)];
     const sent = rebuiltHost ? rebuild(history) : history;
     const h0 = allocation ? process.memoryUsage().heapUsed : 0;
     const t0 = performance.now();

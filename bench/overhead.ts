@@ -23,6 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
 import { countTokensApproximately } from 'langchain';
 import { createContextGuard, type GuardMessage } from '../src/index.ts';
+import { fileText, lcg, readFileTools, rebuild, toolStep } from './tool-steps.ts';
 
 const quick = process.argv.includes('--quick');
 const runsAt = process.argv.indexOf('--runs');
@@ -39,45 +40,11 @@ const flushCaches = (): void => {
 };
 const SIZES = quick ? [20_000, 100_000] : [100_000, 1_000_000];
 const TIMED_STEPS = quick ? 20 : 100;
-const RESULT_CHARS = 3_000;
 const RECOUNT_EVERY = 4;
 
-let seed = 42;
-function random(): number {
-  seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
-  return seed / 2_147_483_648;
-}
-
-/** Code-like text, different on every call so no string is shared by accident. */
-function fileText(step: number): string {
-  const lines: string[] = [];
-  let length = 0;
-  while (length < RESULT_CHARS) {
-    const line = `  const value${step}_${lines.length} = compute(${Math.floor(random() * 1e6)}, "${random().toString(36).slice(2)}");`;
-    lines.push(line);
-    length += line.length + 1;
-  }
-  return lines.join('\n');
-}
-
-function step(i: number): GuardMessage[] {
-  const id = `call_${i}`;
-  return [
-    {
-      role: 'assistant',
-      content: [
-        { type: 'text', text: `Reading file ${i}.` },
-        { type: 'tool-call', toolCallId: id, toolName: 'read_file', input: { path: `src/module_${i}.ts` } },
-      ],
-    },
-    {
-      role: 'tool',
-      content: [
-        { type: 'tool-result', toolCallId: id, toolName: 'read_file', output: { type: 'text', value: fileText(i) } },
-      ],
-    },
-  ];
-}
+const random = lcg(42);
+/** Step `i` of the history, its file read new text. */
+const step = (i: number): GuardMessage[] => toolStep(i, fileText(i, random));
 
 function toLangChain(messages: GuardMessage[]): BaseMessage[] {
   return messages.map((m) => {
@@ -102,24 +69,12 @@ function toLangChain(messages: GuardMessage[]): BaseMessage[] {
   });
 }
 
-/** What the AI SDK does each step: new message and part objects around the same strings. */
-const rebuild = (messages: GuardMessage[]): GuardMessage[] =>
-  messages.map(
-    (m) => ({ ...m, content: Array.isArray(m.content) ? m.content.map((p) => ({ ...p })) : m.content }) as GuardMessage,
-  );
-
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)]!;
 };
 
-const tools = [
-  {
-    name: 'read_file',
-    description: 'Read a file of the repository',
-    inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
-  },
-];
+const tools = readFileTools;
 
 type Host = 'same objects' | 'rebuilt objects' | 'same objects, exact o200k' | 'same objects, rebuilt aside';
 const HOSTS: Host[] = [
