@@ -26,8 +26,7 @@
 // new message objects, so that no guard finds the messages of an earlier round in its caches.
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { GuardMessage } from '../src/index.ts';
-import { fileText, lcg, readFileTools, rebuild, toolStep } from './tool-steps.ts';
+import { fileText, firstMessages, lcg, readFileTools, rebuild, toolStep } from './tool-steps.ts';
 
 const argv = process.argv.slice(2);
 const other = argv.find((a) => !a.startsWith('--'));
@@ -71,10 +70,7 @@ async function session(lib: Lib): Promise<number> {
       if (e.type === 'estimate') heuristic = e.heuristicTokens;
     },
   });
-  let history: GuardMessage[] = [
-    { role: 'system', content: 'You are a coding agent.' },
-    { role: 'user', content: 'Read the whole repository.' },
-  ];
+  let history = firstMessages();
   let total = 0;
   let counted = 0;
   for (let i = 0; i < STEPS; i++) {

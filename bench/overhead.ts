@@ -23,7 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
 import { countTokensApproximately } from 'langchain';
 import { createContextGuard, type GuardMessage } from '../src/index.ts';
-import { fileText, lcg, readFileTools, rebuild, toolStep } from './tool-steps.ts';
+import { fileText, firstMessages, lcg, readFileTools, rebuild, toolStep } from './tool-steps.ts';
 
 const quick = process.argv.includes('--quick');
 const runsAt = process.argv.indexOf('--runs');
@@ -97,10 +97,7 @@ async function measure(targetTokens: number, host: Host): Promise<Row> {
       if (e.type === 'estimate') heuristic = e.heuristicTokens;
     },
   });
-  let history: GuardMessage[] = [
-    { role: 'system', content: 'You are a coding agent.' },
-    { role: 'user', content: 'Read the whole repository.' },
-  ];
+  let history = firstMessages();
   let i = 0;
   // Warm-up: grow through the guard, as a real session would, so that the timed calls are centred
   // on the target size.

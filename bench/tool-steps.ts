@@ -25,6 +25,12 @@ export function fileText(step: number, random: () => number): string {
   return lines.join('\n');
 }
 
+/** The conversation before the first step: the agent's system prompt and the user's request. */
+export const firstMessages = (): GuardMessage[] => [
+  { role: 'system', content: 'You are a coding agent.' },
+  { role: 'user', content: 'Read the whole repository.' },
+];
+
 /** Step `i`: the assistant's read_file call and the tool message answering it with `text`. */
 export function toolStep(i: number, text: string): GuardMessage[] {
   const id = `call_${i}`;

@@ -9,6 +9,18 @@ import { formatResult, runSoak } from '../bench/soak.ts';
 const generated = (hostile: Record<string, number>, prefix: string) =>
   Object.keys(hostile).some((k) => k.startsWith(prefix));
 
+/**
+ * Replays one conversation the full soak found (`node bench/soak.ts --seed S --only N`): it must
+ * compact, with no violation and no unexplained overflow.
+ */
+async function replaysClean(seed: number, only: number): Promise<void> {
+  const result = await runSoak({ seed, only });
+  const report = `${formatResult(result)}\n${result.details.map((d) => `[${d.kind}] call ${d.call}: ${d.message}`).join('\n')}`;
+  expect(result.compactions, report).toBeGreaterThan(0);
+  expect(result.unexplainedOverflows, report).toBe(0);
+  expect(result.violations, report).toBe(0);
+}
+
 describe('soak (short)', () => {
   it('200 random conversations: no violation, throw, unexplained overflow or error event', async () => {
     const result = await runSoak({ conversations: 200, seed: 20_260_613 });
@@ -51,30 +63,20 @@ describe('soak (short)', () => {
     // Found by the full soak: the smallest prompt kept the latest tool step, measured to fit
     // (3,253.2 <= 3,253.6) but sent at 3,254 whole tokens, an overflow. Fitting now keeps a margin,
     // and the smallest prompt drops the step rather than go over.
-    const result = await runSoak({ seed: 20_261_127, only: 8811 });
-    const report = `${formatResult(result)}\n${result.details.map((d) => `[${d.kind}] call ${d.call}: ${d.message}`).join('\n')}`;
-    expect(result.compactions, report).toBeGreaterThan(0);
-    expect(result.unexplainedOverflows, report).toBe(0);
-    expect(result.violations, report).toBe(0);
+    await replaysClean(20_261_127, 8811);
   });
 
   it('the user sentences a cut of an earlier user message leaves out are reported by that message', async () => {
     // Found by the full soak (seed 937377671): a hidden share of 90% of a 4k window made hard fit cut
     // an earlier user message; the rule after its pasted diff left the prompt with no event naming it.
-    const result = await runSoak({ seed: 937_377_671, only: 303 });
-    const report = `${formatResult(result)}\n${result.details.map((d) => `[${d.kind}] call ${d.call}: ${d.message}`).join('\n')}`;
-    expect(result.compactions, report).toBeGreaterThan(0);
-    expect(result.violations, report).toBe(0);
+    await replaysClean(937_377_671, 303);
   });
 
   it('a request cut to fit is cut until the prompt is under the threshold, whatever a character of it saves', async () => {
     // Found by the full soak (seed 2046551328): a request of 57.9k characters beside a 43k-token
     // invisible share was cut in six rounds, each sized by the request's own estimate while the
     // prompt, priced as a whole, saved less per character: it stopped 273 tokens over the threshold.
-    const result = await runSoak({ seed: 2_046_551_328, only: 4414 });
-    const report = `${formatResult(result)}\n${result.details.map((d) => `[${d.kind}] call ${d.call}: ${d.message}`).join('\n')}`;
-    expect(result.compactions, report).toBeGreaterThan(0);
-    expect(result.violations, report).toBe(0);
+    await replaysClean(2_046_551_328, 4414);
   });
 
   it('a hidden share counted first beside a large prompt, then beside a compacted one, is kept', async () => {
@@ -82,10 +84,7 @@ describe('soak (short)', () => {
     // for the compacted prompt measured at 758 (6,761 hidden). No growth was measured between them, so
     // each share was read at the default rate; the large prompt's read 0, the compacted prompt's count was
     // taken for a one-off jump, and the next compaction was estimated 3,790 for a prompt counted 7,353.
-    const result = await runSoak({ seed: 937_377_671, only: 6794 });
-    const report = `${formatResult(result)}\n${result.details.map((d) => `[${d.kind}] call ${d.call}: ${d.message}`).join('\n')}`;
-    expect(result.compactions, report).toBeGreaterThan(0);
-    expect(result.violations, report).toBe(0);
+    await replaysClean(937_377_671, 6794);
   });
 
   it('a hidden share first read at a default that prices the provider too dear is read again at the rate its counts show', async () => {
@@ -93,10 +92,7 @@ describe('soak (short)', () => {
     // per heuristic token and 1,618 hidden ones in a 4k window. Two counts of same-sized prompts (3,168
     // and 3,135) read at the default showed ~70 hidden tokens, and the compacted prompt was estimated
     // 953 for a count of 2,061: the response of 610 output tokens for 610 heuristic ones showed the rate.
-    const result = await runSoak({ seed: 2_046_551_328, only: 3498 });
-    const report = `${formatResult(result)}\n${result.details.map((d) => `[${d.kind}] call ${d.call}: ${d.message}`).join('\n')}`;
-    expect(result.compactions, report).toBeGreaterThan(0);
-    expect(result.violations, report).toBe(0);
+    await replaysClean(2_046_551_328, 3498);
   });
 
   it('a request the guard sends whole again keeps the hidden share its counts showed', async () => {
@@ -104,9 +100,6 @@ describe('soak (short)', () => {
     // again once it fitted. That prompt no longer extended the last count's, so the next count was
     // taken for a host that rewrote its history: the share the counts had shown (28,780 tokens) was
     // compared afresh, and the next compacted prompt was estimated 17,008 for a count of 34,150.
-    const result = await runSoak({ seed: 1_204_107_953, only: 8129 });
-    const report = `${formatResult(result)}\n${result.details.map((d) => `[${d.kind}] call ${d.call}: ${d.message}`).join('\n')}`;
-    expect(result.compactions, report).toBeGreaterThan(0);
-    expect(result.violations, report).toBe(0);
+    await replaysClean(1_204_107_953, 8129);
   });
 });
