@@ -143,12 +143,18 @@ export interface StoreFailedEvent extends SessionEvent {
 /**
  * The prompt held tool calls without results or results without calls (which providers reject):
  * an unanswered call became a text note in its assistant message, an orphan result an assistant
- * note that attributes it to its tool (never a user message: tool output never takes the user's voice).
+ * note that attributes it to its tool (never a user message: tool output never takes the user's
+ * voice), except orphan results in the tool messages that end the prompt: those got their calls
+ * back, in one assistant message inserted before them (`restoredCalls` of them), so that the
+ * prompt still ends on a tool message.
  */
 export interface ToolPairingRepairedEvent extends SessionEvent {
   type: 'tool-pairing-repaired';
   unansweredCalls: number;
+  /** Orphan results, however repaired (those that got their call back included). */
   orphanResults: number;
+  /** Calls given back to orphan results that end the prompt (0: none; see above). */
+  restoredCalls: number;
 }
 
 /** A compaction begins. */

@@ -4,7 +4,14 @@
 // caches and the pairing progress: no store, no events.
 import type { Call } from './measure.ts';
 import type { ResolvedCalibration } from '../config.ts';
-import { renderView, replaceMedia, requestEditsDropped, type CompactionMemo, type View } from '../compaction/memo.ts';
+import {
+  applyRepair,
+  renderView,
+  replaceMedia,
+  requestEditsDropped,
+  type CompactionMemo,
+  type View,
+} from '../compaction/memo.ts';
 import { requestIndex } from '../compaction/request.ts';
 import { lastUnitStart, repairToolPairing } from '../compaction/structure.ts';
 import { BoundedMap } from '../state/bounded.ts';
@@ -124,10 +131,8 @@ function measuredView(
     pairing.set(call.sessionId, lastUnitStart(view.messages));
     return measured;
   }
-  view.messages = repaired.messages;
+  applyRepair(view, repaired);
   view.untouched = false;
-  view.unansweredCalls = repaired.unansweredCalls;
-  view.orphanResults = repaired.orphanResults;
   return call.measure(view.messages);
 }
 

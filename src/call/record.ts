@@ -28,9 +28,9 @@ export function reportEstimate(ctx: RecordContext, { call, prepared, input }: Tu
   const { sessionId, contextWindow, threshold } = call;
   // None are built when nobody listens.
   if (!ctx.listens(sessionId)) return;
-  const { unansweredCalls, orphanResults } = prepared.view;
+  const { unansweredCalls, orphanResults, restoredCalls = 0 } = prepared.view;
   if (unansweredCalls + orphanResults > 0)
-    ctx.emit({ type: 'tool-pairing-repaired', sessionId, unansweredCalls, orphanResults });
+    ctx.emit({ type: 'tool-pairing-repaired', sessionId, unansweredCalls, orphanResults, restoredCalls });
   const fraction = contextWindow === undefined ? 0 : prepared.est.tokens / contextWindow;
   const { tokens, heuristicTokens, correction, method } = prepared.est;
   const messages = prepared.view.messages.length;

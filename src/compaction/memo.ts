@@ -8,7 +8,7 @@ import type { PromptFingerprint } from '../tokens/fingerprint.ts';
 import type { FileOps } from './file-ops.ts';
 import { mediaKey, mediaPlaceholder } from './media-placeholder.ts';
 import { applyToolEditsAt, type ToolEdit } from './tool-edits.ts';
-import { repairToolPairing } from './structure.ts';
+import { repairToolPairing, type RepairResult } from './structure.ts';
 import { clipMiddle, safeJson } from './text.ts';
 
 export interface SummaryMemo {
@@ -166,6 +166,8 @@ export interface View {
   headLength: number;
   unansweredCalls: number;
   orphanResults: number;
+  /** Calls the repair gave back to orphan results ending the prompt (see RepairResult.restoredCalls). */
+  restoredCalls?: number;
   /** The messages are the input's, all of them, in order and unedited (no summary, no edit applies). */
   untouched?: boolean;
 }
@@ -269,10 +271,13 @@ const NO_ORIGINS: readonly number[] = [];
 /** A view whose origins are built on first use (only compaction reads them; a view is rendered on every call). */
 class LazyView implements View {
   messages: GuardMessage[];
-  readonly headLength: number;
+  headLength: number;
   unansweredCalls = 0;
   orphanResults = 0;
+  restoredCalls = 0;
   untouched?: boolean;
+  /** Where the repair inserted a message of its own (origin -1); -1: nowhere. */
+  insertedAt = -1;
   private builtOrigin: number[] | undefined;
   private readonly headOrigin: readonly number[];
   private readonly from: number;
@@ -292,10 +297,17 @@ class LazyView implements View {
     this.inputLength = inputLength;
   }
 
+  /** Records the message the repair inserted at `index` (before the origins are built: see applyRepair). */
+  insertAt(index: number): void {
+    if (this.builtOrigin) this.builtOrigin.splice(index, 0, -1);
+    else this.insertedAt = index;
+  }
+
   get origin(): number[] {
     if (!this.builtOrigin) {
       const origin = this.headOrigin.slice();
       for (let i = this.from; i < this.inputLength; i++) origin.push(i);
+      if (this.insertedAt >= 0) origin.splice(this.insertedAt, 0, -1);
       this.builtOrigin = origin;
     }
     return this.builtOrigin;
@@ -314,9 +326,23 @@ function viewOf(
   // A class, not an object literal with a getter: that is built by the engine's slow path, per call.
   const view = new LazyView(messages, headLength, headOrigin, from, inputLength);
   if (!repair) return view;
-  const repaired = repairToolPairing(messages);
+  applyRepair(view, repairToolPairing(messages));
+  return view;
+}
+
+/**
+ * `view` with the tool-pairing repair's messages and counts. A message the repair inserted (a call
+ * given back to orphan results that end the prompt) is the guard's own: origin -1, and the head
+ * grows when it lands inside it.
+ */
+export function applyRepair(view: View, repaired: RepairResult): void {
   view.messages = repaired.messages;
   view.unansweredCalls = repaired.unansweredCalls;
   view.orphanResults = repaired.orphanResults;
-  return view;
+  view.restoredCalls = repaired.restoredCalls;
+  const at = repaired.insertedAt;
+  if (at < 0) return;
+  if (at < view.headLength) view.headLength++;
+  if (view instanceof LazyView) view.insertAt(at);
+  else (view.origin as number[]).splice(at, 0, -1);
 }

@@ -1,7 +1,8 @@
 // The shape of a conversation as compaction sees it: units that must stay together (an assistant
 // message with tool calls and the tool messages answering them), turns (a user message and what
 // follows it), and the repair of tool calls or results that lost their partner, which providers
-// reject. Repair never adds or removes a message, so positions in the host's history stay valid.
+// reject. Repair removes no message and adds at most one (the call given back to orphan results
+// that end the prompt: see restoredCall), whose position the result names.
 import type { AssistantMessage, GuardMessage, ToolMessage, ToolResultPart } from '../messages.ts';
 import { quotedId } from './quoted-id.ts';
 import { MAX_LABEL_CHARS, oneLine, safeJson, toolOutputText } from './text.ts';
@@ -47,8 +48,22 @@ export function leadingSystemCount(messages: readonly GuardMessage[]): number {
 export interface RepairResult {
   messages: GuardMessage[];
   unansweredCalls: number;
+  /** Results whose call was not in the assistant message right before them, however repaired. */
   orphanResults: number;
+  /** Calls given back to orphan results that end the prompt (in the one message inserted for them). */
+  restoredCalls: number;
+  /** Where in `messages` that inserted message is; -1 when none was (every other message keeps its position). */
+  insertedAt: number;
 }
+
+/** The result of a repair that changed nothing. */
+const unrepaired = (messages: GuardMessage[]): RepairResult => ({
+  messages,
+  unansweredCalls: 0,
+  orphanResults: 0,
+  restoredCalls: 0,
+  insertedAt: -1,
+});
 
 function callsOf(message: GuardMessage | undefined): Set<string> {
   const ids = new Set<string>();
@@ -80,13 +95,67 @@ function orphanNote(parts: ToolResultPart[]): AssistantMessage {
 }
 
 /**
- * Makes every tool call answered and every tool result owned, without adding or removing a
- * message: a call with no result in the tool messages right after it becomes a text note in its
- * assistant message; a result whose call is not in the assistant message right before it moves
- * into an assistant message that attributes it to its tool (its content kept). Untouched messages keep their identity, and a valid
- * conversation comes back as the very same messages (in a copy of the array, or, unless `copy`
- * (default true), in `messages` itself). Linear in the number of parts from `from` (default 0), where
- * the caller knows the messages before it are unchanged and were valid.
+ * The first of the tool messages that end the prompt (from `tail`, where they start) whose
+ * results are all orphans (their call is not in the assistant message before the run), at or
+ * after `start`; `messages.length` when there is none.
+ */
+function trailingOrphansAt(messages: readonly GuardMessage[], tail: number, start: number): number {
+  if (tail === messages.length) return tail;
+  const owner = callsOf(messages[tail - 1]);
+  for (let i = Math.max(tail, start); i < messages.length; i++) {
+    const content = (messages[i] as ToolMessage).content;
+    if (!Array.isArray(content)) continue;
+    let results = 0;
+    let orphans = 0;
+    for (const p of content) {
+      if (p?.type !== 'tool-result') continue;
+      results++;
+      if (!owner.has(p.toolCallId)) orphans++;
+    }
+    if (results > 0 && orphans === results) return i;
+  }
+  return messages.length;
+}
+
+/**
+ * The call given back to the results of the tool messages that end the prompt (from `at` on): an
+ * assistant message calling each of them, by its id and tool name, with an empty input (the real
+ * one is gone). Why not the assistant note every other orphan result becomes: a prompt whose host
+ * ended it on a tool message would end on an assistant message, which Claude models from 4.6 on
+ * reject ("This model does not support assistant message prefill"); nor a user message, since
+ * tool output is never given the user's voice. With its call back, the tool message stays what it
+ * was, in its own voice, last.
+ */
+function restoredCall(messages: readonly GuardMessage[], at: number): AssistantMessage {
+  const calls = new Map<string, { type: 'tool-call'; toolCallId: string; toolName: string; input: unknown }>();
+  for (let i = at; i < messages.length; i++) {
+    const content = (messages[i] as ToolMessage).content;
+    if (!Array.isArray(content)) continue;
+    for (const p of content) {
+      if (p?.type === 'tool-result' && !calls.has(p.toolCallId))
+        calls.set(p.toolCallId, {
+          type: 'tool-call',
+          toolCallId: p.toolCallId,
+          toolName: typeof p.toolName === 'string' ? p.toolName : 'unknown_tool',
+          input: {},
+        });
+    }
+  }
+  return { role: 'assistant', content: [...calls.values()] };
+}
+
+/**
+ * Makes every tool call answered and every tool result owned, removing no message: a call with no
+ * result in the tool messages right after it becomes a text note in its assistant message; a
+ * result whose call is not in the assistant message right before it moves into an assistant
+ * message that attributes it to its tool (its content kept), except in the tool messages that end
+ * the prompt: those stay tool messages, and get their calls back in one assistant message inserted
+ * before the first of them (`insertedAt`, `restoredCalls`), so that a prompt the host ended on a
+ * tool message never ends on an assistant message (see restoredCall); an empty tool message there
+ * is left as it is. Untouched messages keep their identity, and a valid conversation comes back as
+ * the very same messages (in a copy of the array, or, unless `copy` (default true), in `messages`
+ * itself). Linear in the number of parts from `from` (default 0), where the caller knows the
+ * messages before it are unchanged and were valid.
  */
 export function repairToolPairing(
   messages: readonly GuardMessage[],
@@ -99,8 +168,7 @@ export function repairToolPairing(
   while (start > 0 && (messages[start - 1] as GuardMessage | undefined)?.role === 'tool') start--;
   if (start > 0 && (messages[start - 1] as GuardMessage | undefined)?.role === 'assistant') start--;
   // Every call of a guard checks what was added: nearly always well paired, found without a set.
-  if (wellPaired(messages, start))
-    return { messages: copy ? messages.slice() : (messages as GuardMessage[]), unansweredCalls: 0, orphanResults: 0 };
+  if (wellPaired(messages, start)) return unrepaired(copy ? messages.slice() : (messages as GuardMessage[]));
   return repairFrom(messages, start, copy);
 }
 
@@ -113,19 +181,24 @@ export function repairFrom(messages: readonly GuardMessage[], start: number, cop
     out ??= messages.slice();
     out[i] = m;
   };
+  // The orphan results that end the prompt get their call back (from `restoreAt` on, in one
+  // message inserted there); the tool messages before them, if any, keep their own owner.
+  const tail = trailingToolsAt(messages);
+  const restoreAt = trailingOrphansAt(messages, tail, start);
   let owner: Set<string> = new Set();
-  for (let i = start; i < messages.length; i++) {
+  for (let i = start; i < restoreAt; i++) {
     const m = messages[i] as GuardMessage;
     if (typeof m !== 'object' || m === null) continue;
     if (m.role === 'assistant') {
       owner = callsOf(m);
       if (owner.size === 0) continue;
-      // Results for these calls: provider-run results in the message itself, then the tool messages after it.
+      // Results for these calls: provider-run results in the message itself, then the tool messages
+      // after it (those that get their call back excepted: they answer the inserted one).
       const answered = new Set<string>();
       for (const p of m.content as AssistantMessage['content'] & unknown[]) {
         if (typeof p === 'object' && p !== null && p.type === 'tool-result') answered.add(p.toolCallId);
       }
-      for (let j = i + 1; j < messages.length && (messages[j] as GuardMessage).role === 'tool'; j++) {
+      for (let j = i + 1; j < restoreAt && (messages[j] as GuardMessage).role === 'tool'; j++) {
         const content = (messages[j] as ToolMessage).content;
         if (Array.isArray(content)) for (const p of content) if (p?.type === 'tool-result') answered.add(p.toolCallId);
       }
@@ -142,7 +215,9 @@ export function repairFrom(messages: readonly GuardMessage[], start: number, cop
     } else if (m.role === 'tool') {
       const content = Array.isArray(m.content) ? m.content : [];
       const orphans = content.filter((p) => p?.type === 'tool-result' && !owner.has(p.toolCallId));
-      if (orphans.length === 0 && content.length > 0) continue;
+      // An empty tool message among those that end the prompt is left there: a note in its place
+      // would end the prompt on an assistant message.
+      if (orphans.length === 0 && (content.length > 0 || i >= tail)) continue;
       orphanResults += orphans.length;
       const kept = content.filter((p) => !orphans.includes(p));
       if (kept.length > 0) {
@@ -157,11 +232,46 @@ export function repairFrom(messages: readonly GuardMessage[], start: number, cop
       owner = new Set();
     }
   }
-  return {
-    messages: out ?? (copy ? messages.slice() : (messages as GuardMessage[])),
+  return withCallsRestored(messages, restoreAt, out ?? (copy ? messages.slice() : (messages as GuardMessage[])), {
     unansweredCalls,
     orphanResults,
+  });
+}
+
+/**
+ * The repair's result: `out`, with the call given back to the orphan results from `restoreAt` on
+ * (inserted before them, see restoredCall) when there are any, counted with the rest.
+ */
+function withCallsRestored(
+  messages: readonly GuardMessage[],
+  restoreAt: number,
+  out: GuardMessage[],
+  counts: { unansweredCalls: number; orphanResults: number },
+): RepairResult {
+  if (restoreAt >= messages.length) return { messages: out, ...counts, restoredCalls: 0, insertedAt: -1 };
+  const restored = restoredCall(messages, restoreAt);
+  let { orphanResults } = counts;
+  for (let i = restoreAt; i < messages.length; i++) {
+    const content = (messages[i] as ToolMessage).content;
+    if (Array.isArray(content)) for (const p of content) if (p?.type === 'tool-result') orphanResults++;
+  }
+  // `out` is `messages` itself when nothing else changed and no copy was asked for: never spliced in place.
+  const sent = out === messages ? messages.slice() : out;
+  sent.splice(restoreAt, 0, restored);
+  return {
+    messages: sent,
+    unansweredCalls: counts.unansweredCalls,
+    orphanResults,
+    restoredCalls: restored.content.length,
+    insertedAt: restoreAt,
   };
+}
+
+/** Where the tool messages that end the prompt start (`messages.length`: it ends on another message). */
+function trailingToolsAt(messages: readonly GuardMessage[]): number {
+  let tail = messages.length;
+  while (tail > 0 && (messages[tail - 1] as GuardMessage | undefined)?.role === 'tool') tail--;
+  return tail;
 }
 
 /** Calls in one assistant message beyond which wellPaired leaves the check to the sets of repairToolPairing. */

@@ -2,9 +2,9 @@
 // `expectInvariants(input, result, { overflow })` after every step.
 import { expect } from 'vitest';
 import type { BeforeModelResult, GuardMessage } from '../../src/index.ts';
-import { pairingProblems } from './pairing.ts';
+import { pairingProblems, prefillProblem } from './pairing.ts';
 
-export { pairingProblems };
+export { pairingProblems, prefillProblem };
 
 /** Text of a user message (string content or its text parts). */
 export function userText(message: GuardMessage): string {
@@ -28,6 +28,8 @@ export function expectInvariants(
 ): void {
   const out = result.messages;
   expect(pairingProblems(out)).toEqual([]);
+  // A prompt that ended on a user or tool message is never made to end on an assistant message.
+  expect(prefillProblem(input, out)).toBeUndefined();
 
   // System messages first and unchanged.
   const leading = [];

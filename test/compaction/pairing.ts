@@ -39,3 +39,27 @@ export function pairingProblems(messages: readonly GuardMessage[]): string[] {
   }
   return problems;
 }
+
+/**
+ * Why the output ends on an assistant message although the input did not (undefined: it does not).
+ * Claude models from 4.6 on reject a prompt whose last message is an assistant message ("This
+ * model does not support assistant message prefill"): when the host's prompt ends on a user or tool
+ * message, the guard's must too. Inputs of other entries (junk the guard leaves out) are read by
+ * their last message.
+ */
+export function prefillProblem(input: readonly unknown[], output: readonly GuardMessage[]): string | undefined {
+  const lastRole = (messages: readonly unknown[]) => {
+    for (let i = messages.length - 1; i >= 0; i--) {
+      const m = messages[i] as { role?: unknown } | null | undefined;
+      const role = typeof m === 'object' && m !== null ? m.role : undefined;
+      if (role === 'user' || role === 'tool' || role === 'assistant' || role === 'system') return role;
+    }
+    return undefined;
+  };
+  const before = lastRole(input);
+  if (before !== 'user' && before !== 'tool') return undefined;
+  const after = output[output.length - 1]?.role;
+  return after === 'assistant'
+    ? `the input ends on a ${before} message, the output on an assistant message`
+    : undefined;
+}

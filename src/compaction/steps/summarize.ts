@@ -332,6 +332,16 @@ function footersOf(w: Work, g: Gathered, { archiveLine }: { archiveLine: boolean
 }
 
 /**
+ * The host index the prompt's messages from `cut` on start at (`end`: none is the host's). The
+ * message at the cut may be the guard's own: the call the pairing repair gives back to orphan
+ * results that end the prompt (origin -1), which goes with the host's tool messages after it.
+ */
+function hostIndexAt(origin: readonly number[], cut: number, end: number): number {
+  for (let i = cut; i < origin.length; i++) if ((origin[i] ?? -1) >= 0) return origin[i] as number;
+  return end;
+}
+
+/**
  * Records the summary in the memo: what it covers, what stays verbatim before it, and the request
  * after it when the cut passed it. The host index the summary covers up to.
  */
@@ -342,16 +352,16 @@ function placeSummary(
   summary: { body: string; text: string; fileOps: FileOps | undefined; instructions: string[] },
 ): number {
   const { input, memo, request } = w;
-  const { messages, origin } = w.cur.view;
+  const { origin } = w.cur.view;
   const { text, fileOps, instructions } = summary;
   // The request is still in place when it is kept or in the tail; otherwise it is sent right after
   // the summary, whole, with a note telling the model to go on with it.
-  const requestKept =
-    request < 0 || g.keep.includes(request) || (cut < messages.length && request >= (origin[cut] ?? Infinity));
+  const tailStart = hostIndexAt(origin, cut, input.hostMessages.length);
+  const requestKept = request < 0 || g.keep.includes(request) || request >= tailStart;
   const inserted: GuardMessage[] = [summaryMessage(summary.body)];
   const after = requestKept ? [] : [continuationNote()];
   memo.own = rememberOwn(memo.own, [...inserted, ...after]);
-  const covers = cut < messages.length ? (origin[cut] as number) : input.hostMessages.length;
+  const covers = tailStart;
   const systems = g.keep.filter((o) => input.hostMessages[o]?.role === 'system').sort((a, b) => a - b);
   const others = g.keep.filter((o) => input.hostMessages[o]?.role !== 'system').sort((a, b) => a - b);
   memo.summary = {
