@@ -2,7 +2,9 @@
 // content_block_start / _delta / _stop, message_delta, message_stop), usage with the cache reported
 // apart from `input_tokens` (`cache_read_input_tokens`, `cache_creation_input_tokens`: the total is
 // the sum), signed thinking blocks, and the real rejections: "prompt is too long: N tokens > M
-// maximum", the `tool_use` / `tool_result` pairing errors and an invalid thinking signature.
+// maximum", the `tool_use` / `tool_result` pairing errors, an invalid thinking signature, and the
+// refusal of an assistant prefill by Claude models from 4.6 on (a request whose last message is an
+// assistant message: vercel/ai#12296).
 import { json, sign, sse, type Dialect, type ReadRequest } from './fake-provider.ts';
 
 type Obj = Record<string, unknown>;
@@ -19,6 +21,13 @@ const textOf = (content: unknown): string =>
   blocksOf(content)
     .map((b) => (b['type'] === 'text' && typeof b['text'] === 'string' ? b['text'] : ''))
     .join('');
+
+/** Models that refuse an assistant prefill: Claude Sonnet and Opus 4.6 and later. */
+const NO_PREFILL = /^claude-(?:opus|sonnet)-(?:4-(?:[6-9]|\d\d)|[5-9])(?:\D|$)/;
+
+/** The refusal's own message, as the API sends it. */
+export const PREFILL_REJECTED =
+  'This model does not support assistant message prefill. The conversation must end with a user message.';
 
 export const anthropic: Dialect = {
   name: 'anthropic',
@@ -67,6 +76,8 @@ export const anthropic: Dialect = {
         }
       });
     });
+    if (NO_PREFILL.test(String(body['model'])) && messages[messages.length - 1]?.['role'] === 'assistant')
+      problems.push({ rejection: 'prefill', status: 400, message: PREFILL_REJECTED });
     // User messages: user turns with something besides tool results.
     const users = messages.filter(
       (m) => m['role'] === 'user' && blocksOf(m['content']).some((b) => b['type'] !== 'tool_result'),

@@ -32,7 +32,7 @@ export interface ReportedUsage {
   output: number;
 }
 
-export type Rejection = 'context-length' | 'pairing' | 'reference' | 'signature';
+export type Rejection = 'context-length' | 'pairing' | 'reference' | 'signature' | 'prefill';
 
 /** One request the fake received. */
 export interface WireCall {
