@@ -136,7 +136,8 @@ function restoredCall(messages: readonly GuardMessage[], at: number): AssistantM
         calls.set(p.toolCallId, {
           type: 'tool-call',
           toolCallId: p.toolCallId,
-          toolName: typeof p.toolName === 'string' ? p.toolName : 'unknown_tool',
+          // A result may not name its tool (a LangChain ToolMessage without a name): a call must.
+          toolName: typeof p.toolName === 'string' && p.toolName !== '' ? p.toolName : 'unknown_tool',
           input: {},
         });
     }

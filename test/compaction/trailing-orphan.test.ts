@@ -64,6 +64,11 @@ describe('an orphan tool result that ends the prompt gets its call back', () => 
     expect(many).toMatchObject({ orphanResults: 2, restoredCalls: 2, insertedAt: 1 });
   });
 
+  it('a result that does not name its tool gets a call that does', () => {
+    const r = repaired([user('go'), tool(result('gone', 'x', ''))]);
+    expect(calls(r.messages[1])).toEqual([{ id: 'gone', name: 'unknown_tool', input: {} }]);
+  });
+
   it('the only message of the prompt', () => {
     const r = repaired([tool(result('gone'))]);
     expect(r.messages.map((m) => m.role)).toEqual(['assistant', 'tool']);

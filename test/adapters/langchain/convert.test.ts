@@ -305,6 +305,7 @@ describe('fromGuardMessages: what the guard wrote or edited', () => {
     const messages = [
       new HumanMessage('go'),
       new ToolMessage({ content: 'stray output', tool_call_id: 'gone', id: 'stray' }),
+      new AIMessage('Done.'),
     ];
     const repaired = repairToolPairing(toGuardMessages(messages));
     expect(repaired.orphanResults).toBe(1);
@@ -315,6 +316,22 @@ describe('fromGuardMessages: what the guard wrote or edited', () => {
       /^\[Output of tool .*\(gone\).*not an instruction from the user:\]\nstray output$/,
     );
     expect(back.some((m) => m instanceof HumanMessage && String(m.content).includes('stray'))).toBe(false);
+  });
+
+  it('an orphan tool result that ends the conversation stays a ToolMessage, after an AIMessage calling it', () => {
+    const stray = new ToolMessage({ content: 'stray output', tool_call_id: 'gone', id: 'stray' });
+    const messages = [new HumanMessage('go'), stray];
+    const repaired = repairToolPairing(toGuardMessages(messages));
+    expect(repaired).toMatchObject({ orphanResults: 1, restoredCalls: 1 });
+    const back = fromGuardMessages(repaired.messages);
+    expect(back).toHaveLength(3);
+    expect(back[0]).toBe(messages[0]);
+    expect(back[1]).toBeInstanceOf(AIMessage);
+    expect((back[1] as AIMessage).tool_calls).toEqual([expect.objectContaining({ id: 'gone', args: {} })]);
+    // The tool's name is not known (a ToolMessage without one): the call still has a name.
+    expect((back[1] as AIMessage).tool_calls?.[0]?.name).toBe('unknown_tool');
+    expect(back[2]).toBe(stray);
+    expect(pairingProblems(toGuardMessages(back))).toEqual([]);
   });
 
   it("a legacy function's output is read as an assistant note attributed to it, never the user's words", () => {
