@@ -44,22 +44,28 @@ export function pairingProblems(messages: readonly GuardMessage[]): string[] {
  * Why the output ends on an assistant message although the input did not (undefined: it does not).
  * Claude models from 4.6 on reject a prompt whose last message is an assistant message ("This
  * model does not support assistant message prefill"): when the host's prompt ends on a user or tool
- * message, the guard's must too. Inputs of other entries (junk the guard leaves out) are read by
- * their last message.
+ * message, the guard's must too. The input is read by its last message: entries that are not one
+ * (junk the guard leaves out: no known role, content neither a string nor an array, a tool message
+ * without an array of results) are passed over.
  */
 export function prefillProblem(input: readonly unknown[], output: readonly GuardMessage[]): string | undefined {
-  const lastRole = (messages: readonly unknown[]) => {
-    for (let i = messages.length - 1; i >= 0; i--) {
-      const m = messages[i] as { role?: unknown } | null | undefined;
-      const role = typeof m === 'object' && m !== null ? m.role : undefined;
-      if (role === 'user' || role === 'tool' || role === 'assistant' || role === 'system') return role;
-    }
-    return undefined;
-  };
   const before = lastRole(input);
   if (before !== 'user' && before !== 'tool') return undefined;
   const after = output[output.length - 1]?.role;
   return after === 'assistant'
     ? `the input ends on a ${before} message, the output on an assistant message`
     : undefined;
+}
+
+const ROLES = new Set(['system', 'user', 'assistant', 'tool']);
+
+/** The role of the last entry of `messages` that is a message. */
+function lastRole(messages: readonly unknown[]): string | undefined {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i] as { role?: unknown; content?: unknown } | null | undefined;
+    if (typeof m !== 'object' || m === null || Array.isArray(m) || !ROLES.has(m.role as string)) continue;
+    const content = m.content;
+    if (Array.isArray(content) || (typeof content === 'string' && m.role !== 'tool')) return m.role as string;
+  }
+  return undefined;
 }
