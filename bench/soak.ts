@@ -83,11 +83,10 @@
 //
 // Checked on every beforeModel output (counted, never thrown):
 // - tool pairing valid (no call without its result, no result without its call);
-// - `prefill`: a history whose last message is a user or tool message is sent ending on one (Claude
-//   4.6+ reject a prompt ending on an assistant message), the history read without the entries the
-//   guard leaves out (invalid-messages: a tool output with a cycle cannot be sent); a stray result
-//   (the 'broken' reply) ends the history of the calls whose step has no user message, alone or
-//   after assistant text;
+// - `prefill`: a history whose last message is a user or tool message (junk entries after it passed
+//   over) is sent ending on one (Claude 4.6+ reject a prompt ending on an assistant message); a stray
+//   result (the 'broken' reply) ends the history of the calls whose step has no user message, alone
+//   or after assistant text, and so does a tool output with a cycle now and then;
 // - the leading system messages first and unchanged, every other system message still present;
 // - the latest user request present (verbatim, its first 100 characters quoted, redacted or not, or
 //   a clipped copy that keeps its head);
@@ -168,7 +167,6 @@ import {
 import { archiveKey } from '../src/archive/store.ts';
 import type { SessionArchive } from '../src/archive/types.ts';
 import { repairToolPairing } from '../src/compaction/structure.ts';
-import { validMessages } from '../src/call/check.ts';
 import { compactionCalibration, priceAfterReset } from '../src/tokens/calibration.ts';
 import { pairingProblems, prefillProblem } from '../test/compaction/pairing.ts';
 import { png } from '../test/png.ts';
@@ -1883,9 +1881,8 @@ async function runConversation(
     const pairing = pairingProblems(valid);
     if (pairing.length > 0) fail('tool-pairing', pairing.slice(0, 3).join('; '), sent);
     // A prompt the host ended on a user or tool message never ends on an assistant message (Claude
-    // 4.6+ refuse an assistant prefill with a 400). The host's prompt as the guard can send it: an
-    // entry no provider can serialize (a tool output with a cycle) is left out (invalid-messages).
-    const prefill = prefillProblem(validMessages(sent).messages, valid as GuardMessage[]);
+    // 4.6+ refuse an assistant prefill with a 400); junk entries after it are passed over.
+    const prefill = prefillProblem(sent, valid as GuardMessage[]);
     if (prefill) fail('prefill', prefill, sent);
     if (endsOnStrayResult(sent)) bump(c.checks, 'histories ending on a stray tool result (prefill checked)');
 

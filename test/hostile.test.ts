@@ -241,6 +241,43 @@ describe('malformed entries: dropped with an event, never the raw prompt', () =>
     expect(ev.of('error')).toHaveLength(0);
   });
 
+  it('a tool output with a cycle keeps its place as a note of why, its call answered, a prompt ending on it too', async () => {
+    const ev = recorder();
+    const guard = createContextGuard({ contextWindow: 8_000, onEvent: ev.onEvent });
+    const cyclic: Record<string, unknown> = { ok: true, rows: [1, 2, 3] };
+    cyclic['parent'] = { child: cyclic };
+    const [call] = toolStep('c1', { path: 'a.ts' }, 'x') as [GuardMessage];
+    const output: GuardMessage = {
+      role: 'tool',
+      content: [
+        { type: 'tool-result', toolCallId: 'c1', toolName: 'read_file', output: { type: 'json', value: cyclic } },
+      ],
+    };
+    // Last (the host's prompt ends on it), and in the middle of the history.
+    for (const after of [[], [assistant('Read it.'), user('latest')]]) {
+      const messages = [...history(4), call, output, ...after];
+      const r = await guard.beforeModel({ sessionId: `s${after.length}`, messages });
+      expectInvariants(messages, r);
+      expect(() => JSON.stringify(r.messages)).not.toThrow();
+      const at = r.messages.indexOf(call);
+      expect(at).toBeGreaterThan(0);
+      // The call keeps its input and a result, in the tool's voice, that says why its output is not there.
+      const stand = r.messages[at + 1] as GuardMessage;
+      expect(stand.role).toBe('tool');
+      expect(stand.content).toEqual([
+        {
+          type: 'tool-result',
+          toolCallId: 'c1',
+          toolName: 'read_file',
+          output: { type: 'text', value: expect.stringMatching(/could not be sent.*cycle/) },
+        },
+      ]);
+      if (after.length === 0) expect(r.messages[r.messages.length - 1]).toBe(stand);
+      expect(ev.last('invalid-messages').indices).toEqual([messages.indexOf(output)]);
+    }
+    expect(ev.of('error')).toHaveLength(0);
+  });
+
   it('a tool input whose shared values expand past what JSON can hold is left out, like a cycle', async () => {
     const ev = recorder();
     const guard = createContextGuard({ contextWindow: 8_000, onEvent: ev.onEvent });

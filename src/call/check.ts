@@ -1,6 +1,7 @@
 // The entry check: entries of the host's message array that are not messages (a wrong role, parts
 // that are not strings where the guard reads text, a value that refers to itself or expands past
-// any provider's limit) are left out and reported before anything else looks at the prompt.
+// any provider's limit) are left out and reported before anything else looks at the prompt; a tool
+// message whose output is such a value keeps its place as a note of why (see standIn).
 import type { GuardMessage } from '../messages.ts';
 import { formatCount } from '../compaction/text.ts';
 
@@ -214,7 +215,7 @@ function problemOf(entry: unknown, checked?: unknown): string | undefined {
 
 export interface ValidatedMessages {
   messages: readonly GuardMessage[];
-  /** Indices (in the input) of the entries left out, with the reason for each. */
+  /** Indices (in the input) of the entries left out (or sent as a stand-in), with the reason for each. */
   dropped: number[];
   reasons: string[];
 }
@@ -225,8 +226,9 @@ const NONE = Object.freeze([]) as unknown as number[];
 const NO_REASONS = Object.freeze([]) as unknown as string[];
 
 /**
- * The input without the entries that are not messages; the input itself when every entry is one.
- * Entries before `from` are known to be messages (the caller checked the same objects before).
+ * The input without the entries that are not messages (a tool message whose output cannot be sent
+ * replaced by its stand-in); the input itself when every entry is one. Entries before `from` are
+ * known to be messages (the caller checked the same objects before).
  */
 export function validMessages(input: readonly unknown[], from = 0, checked?: readonly unknown[]): ValidatedMessages {
   let dropped: number[] | undefined;
@@ -238,6 +240,43 @@ export function validMessages(input: readonly unknown[], from = 0, checked?: rea
     (reasons ??= []).push(problem);
   }
   if (!dropped || !reasons) return { messages: input as readonly GuardMessage[], dropped: NONE, reasons: NO_REASONS };
-  const skip = new Set(dropped);
-  return { messages: input.filter((_, i) => !skip.has(i)) as GuardMessage[], dropped, reasons };
+  const problems = new Map(dropped.map((at, k) => [at, reasons?.[k] ?? '']));
+  const messages: GuardMessage[] = [];
+  for (let i = 0; i < input.length; i++) {
+    const problem = problems.get(i);
+    if (problem === undefined) messages.push(input[i] as GuardMessage);
+    else {
+      const stand = standIn(input[i], problem);
+      if (stand) messages.push(stand);
+    }
+  }
+  return { messages, dropped, reasons };
+}
+
+/**
+ * What stands for a tool message whose output cannot be sent (a cycle, or the same objects
+ * repeated past what JSON can hold): its results, each by its id and tool name, with a note of why
+ * as their output. Left out, it would leave its call without a result (a note in the assistant's
+ * voice), and a prompt the host ended on it would end on an assistant message, which Claude models
+ * from 4.6 on refuse (no prefill). Undefined for every other entry left out: nothing of it can be
+ * read as sure (a wrong role, ids that are not strings).
+ */
+function standIn(entry: unknown, problem: string): GuardMessage | undefined {
+  if (problem !== CYCLE && problem !== EXPANDS) return undefined;
+  const { role, content } = entry as { role?: unknown; content?: unknown };
+  if (role !== 'tool' || !Array.isArray(content)) return undefined;
+  const value = `[The output of this call could not be sent: ${problem}.]`;
+  const results = content.flatMap((part: { type?: unknown; toolCallId?: unknown; toolName?: unknown } | null) =>
+    typeof part === 'object' && part !== null && part.type === 'tool-result' && typeof part.toolCallId === 'string'
+      ? [
+          {
+            type: 'tool-result' as const,
+            toolCallId: part.toolCallId,
+            toolName: typeof part.toolName === 'string' ? part.toolName : '',
+            output: { type: 'text' as const, value },
+          },
+        ]
+      : [],
+  );
+  return results.length > 0 ? { role: 'tool', content: results } : undefined;
 }
