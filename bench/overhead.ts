@@ -10,6 +10,11 @@
 //                                          cost without any comparison of rebuilt objects)
 //   node --invocation-count-for-turbofan=300 bench/overhead.ts --runs 5   (V8 flags apply to every run:
 //                                          here, the guard's once-per-call functions at V8's top tier)
+//   node bench/overhead.ts --src /tmp/before   (the guard of another checkout, timed by this bench)
+//   node bench/overhead.ts --sizes 1000000,100000 --warmups 5   (rows in that order, after five
+//                                          throwaway passes instead of one: where in the process a row is timed)
+//   node bench/overhead.ts --yardstick     (a fixed workload of the bench's own timed after each
+//                                          recount: a measure of the process's speed the guard does not run)
 //
 // A throwaway session of each host runs first, so that the timed calls run compiled code (an
 // agent's process calls the guard thousands of times) and the 100k row is not a measure of the JIT.
@@ -22,7 +27,9 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
 import { countTokensApproximately } from 'langchain';
-import { createContextGuard, type GuardMessage } from '../src/index.ts';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { GuardMessage } from '../src/index.ts';
 import { fileText, firstMessages, lcg, readFileTools, rebuild, toolStep } from './tool-steps.ts';
 
 const quick = process.argv.includes('--quick');
@@ -38,7 +45,18 @@ const flushBuffer = new Int32Array((FLUSH_MB * (1 << 20)) / 4);
 const flushCaches = (): void => {
   for (let i = 0; i < flushBuffer.length; i += 16) flushBuffer[i] = (flushBuffer[i] as number) + 1;
 };
-const SIZES = quick ? [20_000, 100_000] : [100_000, 1_000_000];
+const optionAt = (name: string): string | undefined => {
+  const at = process.argv.indexOf(name);
+  return at >= 0 ? process.argv[at + 1] : undefined;
+};
+/** The checkout whose guard is timed (this one by default). */
+const SRC = optionAt('--src');
+const { createContextGuard } = (await import(
+  SRC ? pathToFileURL(path.join(path.resolve(SRC), 'src/index.ts')).href : '../src/index.ts'
+)) as typeof import('../src/index.ts');
+const SIZES = optionAt('--sizes')?.split(',').map(Number) ?? (quick ? [20_000, 100_000] : [100_000, 1_000_000]);
+const WARMUPS = Number(optionAt('--warmups') ?? 1);
+const yardstick = process.argv.includes('--yardstick');
 const TIMED_STEPS = quick ? 20 : 100;
 const RECOUNT_EVERY = 4;
 
@@ -75,6 +93,26 @@ const median = (xs: number[]): number => {
 };
 
 const tools = readFileTools;
+
+/**
+ * The yardstick (--yardstick): a fixed workload of the bench's own, on values made once at start,
+ * timed right after each recount. The guard runs none of it: what it measures is how fast the
+ * process runs at that moment, beside which the guard's time compares.
+ */
+const yardstickTexts = Array.from({ length: 300 }, (_, i) => ({
+  role: i % 3 === 0 ? 'user' : 'tool',
+  content: fileText(10_000 + i, lcg(i + 1)),
+}));
+// biome-ignore lint/correctness/noUnusedVariables: written, never read, so that the engine cannot drop the work.
+let yardstickSink = 0;
+function yardstickWork(): void {
+  let h = 0;
+  for (const m of yardstickTexts) {
+    h = (h + m.content.length + m.role.length) | 0;
+    for (let i = 0; i < 64; i++) h = (h * 31 + m.content.charCodeAt(i)) | 0;
+  }
+  yardstickSink ^= h;
+}
 
 type Host = 'same objects' | 'rebuilt objects' | 'same objects, exact o200k' | 'same objects, rebuilt aside';
 const HOSTS: Host[] = [
@@ -114,6 +152,7 @@ async function measure(targetTokens: number, host: Host): Promise<Row> {
   const middle = { tokens: heuristic, messages: history.length };
   const guardTimes: number[] = [];
   const recountTimes: number[] = [];
+  const yardstickTimes: number[] = [];
   for (let k = 0; k < TIMED_STEPS; k++) {
     history = [...history, ...step(i++)];
     const sent = host === 'rebuilt objects' ? rebuild(history) : history;
@@ -131,6 +170,11 @@ async function measure(targetTokens: number, host: Host): Promise<Row> {
       const t1 = performance.now();
       await countTokensApproximately(lc);
       recountTimes.push(performance.now() - t1);
+      if (yardstick) {
+        const t2 = performance.now();
+        yardstickWork();
+        yardstickTimes.push(performance.now() - t2);
+      }
     }
   }
   return {
@@ -139,6 +183,7 @@ async function measure(targetTokens: number, host: Host): Promise<Row> {
     messages: middle.messages + TIMED_STEPS,
     guard: median(guardTimes),
     recount: median(recountTimes),
+    ...(yardstick ? { yardstick: median(yardstickTimes) } : {}),
   };
 }
 
@@ -148,11 +193,12 @@ interface Row {
   messages: number;
   guard: number;
   recount: number;
+  yardstick?: number;
 }
 
 /** One run: every size and host, after a warm-up of every host through the same paths (discarded). */
 async function run(): Promise<Row[]> {
-  for (const host of HOSTS) await measure(quick ? 5_000 : 300_000, host);
+  for (let pass = 0; pass < WARMUPS; pass++) for (const host of HOSTS) await measure(quick ? 5_000 : 300_000, host);
   const rows: Row[] = [];
   for (const size of SIZES) for (const host of HOSTS) rows.push(await measure(size, host));
   aside = [];
@@ -177,6 +223,10 @@ if (asJson) {
       ...(quick ? ['--quick'] : []),
       ...(cold ? ['--flush-mb', String(FLUSH_MB)] : []),
       ...(diagnose ? ['--diagnose'] : []),
+      ...(SRC ? ['--src', SRC] : []),
+      ...(optionAt('--sizes') ? ['--sizes', optionAt('--sizes') as string] : []),
+      ...(WARMUPS !== 1 ? ['--warmups', String(WARMUPS)] : []),
+      ...(yardstick ? ['--yardstick'] : []),
       '--json',
     ];
     for (let r = 0; r < RUNS; r++) {
@@ -190,26 +240,28 @@ if (asJson) {
     }
   }
   const lines = [
-    '| history (chars/4 tokens, mid-run) | messages (mid-run) | host | guard µs/call | full recount µs/call | guard / recount |',
-    '|---:|---:|---|---:|---:|---:|',
+    `| history (chars/4 tokens, mid-run) | messages (mid-run) | host | guard µs/call | full recount µs/call | guard / recount |${yardstick ? ' yardstick µs | guard / yardstick |' : ''}`,
+    `|---:|---:|---|---:|---:|---:|${yardstick ? '---:|---:|' : ''}`,
   ];
   (runs[0] as Row[]).forEach((first, i) => {
-    const of = (f: (row: Row) => number) => runs.map((rows) => f(rows[i] as Row));
-    lines.push(
-      `| ${first.tokens.toLocaleString('en-US')} | ${first.messages.toLocaleString('en-US')} | ${first.host} | ${spread(
-        of((r) => r.guard),
-        µs,
-      )} | ${spread(
-        of((r) => r.recount),
-        µs,
-      )} | ${spread(
-        of((r) => r.guard / r.recount),
-        pct,
-      )} |`,
-    );
+    const of = (f: (row: Row) => number, show: (x: number) => string) =>
+      spread(
+        runs.map((rows) => f(rows[i] as Row)),
+        show,
+      );
+    const cells = [
+      first.tokens.toLocaleString('en-US'),
+      first.messages.toLocaleString('en-US'),
+      first.host,
+      of((r) => r.guard, µs),
+      of((r) => r.recount, µs),
+      of((r) => r.guard / r.recount, pct),
+      ...(yardstick ? [of((r) => r.yardstick as number, µs), of((r) => r.guard / (r.yardstick as number), pct)] : []),
+    ];
+    lines.push(`| ${cells.join(' | ')} |`);
   });
   console.log(
-    `node ${process.version}${process.execArgv.length > 0 ? ` ${process.execArgv.join(' ')}` : ''}${cold ? `, ${FLUSH_MB} MB written before each timed call` : ''}, ${RUNS === 1 ? 'one run' : `${RUNS} runs, each in its own process (median, lowest–highest)`}; ` +
+    `node ${process.version}${process.execArgv.length > 0 ? ` ${process.execArgv.join(' ')}` : ''}${SRC ? `, the guard of ${path.resolve(SRC)}` : ''}${cold ? `, ${FLUSH_MB} MB written before each timed call` : ''}, ${RUNS === 1 ? 'one run' : `${RUNS} runs, each in its own process (median, lowest–highest)`}; ` +
       `each row of a run: the median of ${TIMED_STEPS} calls (guard) and ${TIMED_STEPS / RECOUNT_EVERY} recounts`,
   );
   console.log(lines.join('\n'));
