@@ -50,7 +50,7 @@ export interface RepairResult {
   unansweredCalls: number;
   /** Results whose call was not in the assistant message right before them, however repaired. */
   orphanResults: number;
-  /** Calls given back to orphan results that end the prompt (in the one message inserted for them). */
+  /** Calls given back to orphan results that end the prompt (in the assistant message before them, or one inserted for them). */
   restoredCalls: number;
   /** Where in `messages` that inserted message is; -1 when none was (every other message keeps its position). */
   insertedAt: number;
@@ -126,13 +126,13 @@ function trailingOrphansAt(messages: readonly GuardMessage[], tail: number, star
  * tool output is never given the user's voice. With its call back, the tool message stays what it
  * was, in its own voice, last.
  */
-function restoredCall(messages: readonly GuardMessage[], at: number): AssistantMessage {
+function restoredCall(messages: readonly GuardMessage[], at: number, owned: ReadonlySet<string>): AssistantMessage {
   const calls = new Map<string, { type: 'tool-call'; toolCallId: string; toolName: string; input: unknown }>();
   for (let i = at; i < messages.length; i++) {
     const content = (messages[i] as ToolMessage).content;
     if (!Array.isArray(content)) continue;
     for (const p of content) {
-      if (p?.type === 'tool-result' && !calls.has(p.toolCallId))
+      if (p?.type === 'tool-result' && !calls.has(p.toolCallId) && !owned.has(p.toolCallId))
         calls.set(p.toolCallId, {
           type: 'tool-call',
           toolCallId: p.toolCallId,
@@ -150,8 +150,9 @@ function restoredCall(messages: readonly GuardMessage[], at: number): AssistantM
  * result in the tool messages right after it becomes a text note in its assistant message; a
  * result whose call is not in the assistant message right before it moves into an assistant
  * message that attributes it to its tool (its content kept), except in the tool messages that end
- * the prompt: those stay tool messages, and get their calls back in one assistant message inserted
- * before the first of them (`insertedAt`, `restoredCalls`), so that a prompt the host ended on a
+ * the prompt: those stay tool messages, and get their calls back in the assistant message right
+ * before them, or in one assistant message inserted before the first of them when none is there
+ * (`insertedAt`, `restoredCalls`; see withCallsRestored), so that a prompt the host ended on a
  * tool message never ends on an assistant message (see restoredCall); an empty tool message there
  * is left as it is. Untouched messages keep their identity, and a valid conversation comes back as
  * the very same messages (in a copy of the array, or, unless `copy` (default true), in `messages`
@@ -182,8 +183,9 @@ export function repairFrom(messages: readonly GuardMessage[], start: number, cop
     out ??= messages.slice();
     out[i] = m;
   };
-  // The orphan results that end the prompt get their call back (from `restoreAt` on, in one
-  // message inserted there); the tool messages before them, if any, keep their own owner.
+  // The orphan results that end the prompt get their call back (from `restoreAt` on, in the
+  // assistant message before them or in one inserted there); the tool messages before them, if any,
+  // keep their own owner.
   const tail = trailingToolsAt(messages);
   const restoreAt = trailingOrphansAt(messages, tail, start);
   let owner: Set<string> = new Set();
@@ -194,12 +196,15 @@ export function repairFrom(messages: readonly GuardMessage[], start: number, cop
       owner = callsOf(m);
       if (owner.size === 0) continue;
       // Results for these calls: provider-run results in the message itself, then the tool messages
-      // after it (those that get their call back excepted: they answer the inserted one).
+      // after it (those that get their call back excepted, unless this message takes their calls).
       const answered = new Set<string>();
       for (const p of m.content as AssistantMessage['content'] & unknown[]) {
         if (typeof p === 'object' && p !== null && p.type === 'tool-result') answered.add(p.toolCallId);
       }
-      for (let j = i + 1; j < restoreAt && (messages[j] as GuardMessage).role === 'tool'; j++) {
+      // The assistant message right before them takes their calls (see withCallsRestored): its own
+      // calls answered among them stay calls.
+      const answeredUpTo = i === restoreAt - 1 ? messages.length : restoreAt;
+      for (let j = i + 1; j < answeredUpTo && (messages[j] as GuardMessage).role === 'tool'; j++) {
         const content = (messages[j] as ToolMessage).content;
         if (Array.isArray(content)) for (const p of content) if (p?.type === 'tool-result') answered.add(p.toolCallId);
       }
@@ -241,7 +246,11 @@ export function repairFrom(messages: readonly GuardMessage[], start: number, cop
 
 /**
  * The repair's result: `out`, with the call given back to the orphan results from `restoreAt` on
- * (inserted before them, see restoredCall) when there are any, counted with the rest.
+ * (see restoredCall) when there are any, counted with the rest. The calls join the assistant
+ * message right before those results when there is one: a second assistant message after it
+ * would be a model turn after a model turn, which Gemini refuses for a function call ("function
+ * call turn comes immediately after a user turn or after a function response turn"). After a user
+ * or tool message (or at the start) they come in one assistant message inserted there.
  */
 function withCallsRestored(
   messages: readonly GuardMessage[],
@@ -250,14 +259,23 @@ function withCallsRestored(
   counts: { unansweredCalls: number; orphanResults: number },
 ): RepairResult {
   if (restoreAt >= messages.length) return { messages: out, ...counts, restoredCalls: 0, insertedAt: -1 };
-  const restored = restoredCall(messages, restoreAt);
+  // `out` is `messages` itself when nothing else changed and no copy was asked for: never edited in place.
+  const sent = out === messages ? messages.slice() : out;
+  const before = sent[restoreAt - 1];
+  // The calls the assistant message before them still makes (as repaired): its results are no orphans.
+  const owned = before?.role === 'assistant' ? callsOf(before) : NO_IDS;
+  const restored = restoredCall(messages, restoreAt, owned);
   let { orphanResults } = counts;
   for (let i = restoreAt; i < messages.length; i++) {
     const content = (messages[i] as ToolMessage).content;
-    if (Array.isArray(content)) for (const p of content) if (p?.type === 'tool-result') orphanResults++;
+    if (Array.isArray(content))
+      for (const p of content) if (p?.type === 'tool-result' && !owned.has(p.toolCallId)) orphanResults++;
   }
-  // `out` is `messages` itself when nothing else changed and no copy was asked for: never spliced in place.
-  const sent = out === messages ? messages.slice() : out;
+  if (before?.role === 'assistant') {
+    const own = typeof before.content === 'string' ? textParts(before.content) : before.content;
+    sent[restoreAt - 1] = { ...before, content: [...own, ...(restored.content as AssistantPart[])] };
+    return { messages: sent, ...counts, orphanResults, restoredCalls: restored.content.length, insertedAt: -1 };
+  }
   sent.splice(restoreAt, 0, restored);
   return {
     messages: sent,
@@ -267,6 +285,13 @@ function withCallsRestored(
     insertedAt: restoreAt,
   };
 }
+
+const NO_IDS: ReadonlySet<string> = new Set();
+
+/** An assistant message's string content as parts (none for an empty string). */
+const textParts = (text: string): AssistantPart[] => (text === '' ? [] : [{ type: 'text', text }]);
+
+type AssistantPart = Exclude<AssistantMessage['content'], string>[number];
 
 /** Where the tool messages that end the prompt start (`messages.length`: it ends on another message). */
 function trailingToolsAt(messages: readonly GuardMessage[]): number {

@@ -74,13 +74,46 @@ describe('an orphan tool result that ends the prompt gets its call back', () => 
     expect(r.messages.map((m) => m.role)).toEqual(['assistant', 'tool']);
   });
 
-  it('after an assistant text message: the text is left alone, the call goes between them', () => {
+  it('after an assistant message: the call joins it (no model turn right after a model turn, which Gemini refuses)', () => {
     const said = assistant('I will look at the page.');
-    const messages = [user('go'), said, tool(result('gone'))];
-    const r = repaired(messages);
-    expect(r.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'assistant', 'tool']);
-    expect(r.messages[1]).toBe(said);
-    expect(calls(r.messages[2]).map((c) => c.id)).toEqual(['gone']);
+    const saidBefore = structuredClone(said);
+    const orphan = tool(result('gone'));
+    const r = repaired([user('go'), said, orphan]);
+    expect(r.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool']);
+    expect(contentText(r.messages[1] as GuardMessage)).toContain('I will look at the page.');
+    expect(calls(r.messages[1])).toEqual([{ id: 'gone', name: 'bash', input: {} }]);
+    expect(r.messages[2]).toBe(orphan);
+    expect(said).toEqual(saidBefore);
+    expect(r).toMatchObject({ orphanResults: 1, restoredCalls: 1, insertedAt: -1 });
+    // An assistant message whose content is a string: its text becomes a part before the call.
+    const plain: GuardMessage = { role: 'assistant', content: 'Looking.' };
+    const p = repaired([user('go'), plain, tool(result('gone'))]);
+    expect(p.messages[1]).toEqual({
+      role: 'assistant',
+      content: [
+        { type: 'text', text: 'Looking.' },
+        { type: 'tool-call', toolCallId: 'gone', toolName: 'bash', input: {} },
+      ],
+    });
+    expect(plain.content).toBe('Looking.');
+  });
+
+  it('after an assistant message with parts and calls of its own answered later: those stay calls, the orphans join them', () => {
+    const owner: GuardMessage = {
+      role: 'assistant',
+      content: [
+        { type: 'text', text: 'Two commands.' },
+        { type: 'tool-call', toolCallId: 'a', toolName: 'bash', input: { cmd: 'a' } },
+      ],
+    };
+    const r = repaired([user('go'), owner, tool(result('b')), tool(result('a'))]);
+    expect(r.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'tool']);
+    expect(calls(r.messages[1])).toEqual([
+      { id: 'a', name: 'bash', input: { cmd: 'a' } },
+      { id: 'b', name: 'bash', input: {} },
+    ]);
+    expect(contentText(r.messages[1] as GuardMessage)).not.toContain('got no result');
+    expect(r).toMatchObject({ orphanResults: 1, restoredCalls: 1, unansweredCalls: 0, insertedAt: -1 });
   });
 
   it('after results that have their call: those keep it, the orphans after them get theirs', () => {

@@ -48,6 +48,12 @@ export const google: Dialect = {
           );
         }
       }
+      // A function call turn answers the turn before it: a user turn or a function response turn
+      // (both role user on the wire), never a model turn or nothing (google-gemini/gemini-cli#11814).
+      if (calls > 0 && (i === 0 || contents[i - 1]?.['role'] !== 'user'))
+        invalid(
+          'Please ensure that function call turn comes immediately after a user turn or after a function response turn.',
+        );
       if (calls > 0) {
         const next = contents[i + 1];
         if (next && partsOf(next).filter((p) => p['functionResponse'] !== undefined).length === 0) {

@@ -6,6 +6,8 @@
 // Anthropic's wire), through @ai-sdk/anthropic (generateText, streamText) and @langchain/anthropic
 // (withContextGuard, createAgent's middleware), each with the fake answering as the real API does.
 import { createAnthropic } from '@ai-sdk/anthropic';
+import { createGoogleGenerativeAI } from '@ai-sdk/google';
+import { createOpenAI } from '@ai-sdk/openai';
 import { ChatAnthropic } from '@langchain/anthropic';
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
 import { tool as langchainTool } from '@langchain/core/tools';
@@ -18,7 +20,9 @@ import { contextGuardMiddleware as agentMiddleware } from '../../adapters/langch
 import { withContextGuard } from '../../adapters/langchain/with-context-guard.ts';
 import { fileText, noNetwork, REQUEST, SYSTEM, watch, WINDOW } from './agent.ts';
 import { anthropic, PREFILL_REJECTED } from './anthropic.ts';
-import { FakeProvider, type WireCall } from './fake-provider.ts';
+import { FakeProvider, type Dialect, type WireCall } from './fake-provider.ts';
+import { google } from './google.ts';
+import { openaiChat, openaiResponses } from './openai.ts';
 
 const apiKey = 'test-key';
 const MODEL = 'claude-sonnet-4-6';
@@ -104,6 +108,76 @@ describe.each(['generate', 'stream'] as const)('@ai-sdk/anthropic (%sText) with 
     expect(watched.events.last('tool-pairing-repaired')).toMatchObject({ orphanResults: 1, restoredCalls: 1 });
   });
 });
+
+/**
+ * The same history on the other providers, whose turn rules differ: Gemini wants a function call
+ * turn right after a user or function response turn (never right after a model turn), OpenAI a
+ * tool message right after the assistant message calling it. The call given back joins the
+ * assistant message before the orphan rather than following it as a second assistant message.
+ */
+const otherProviders: Array<{
+  name: string;
+  dialect: Dialect;
+  host: string;
+  model: (fetch: typeof globalThis.fetch) => Parameters<typeof wrapLanguageModel>[0]['model'];
+}> = [
+  {
+    name: '@ai-sdk/google',
+    dialect: google,
+    host: 'generativelanguage.test',
+    model: (fetch) =>
+      createGoogleGenerativeAI({ apiKey, baseURL: 'https://generativelanguage.test/v1beta', fetch })(
+        'gemini-2.5-flash',
+      ),
+  },
+  {
+    name: '@ai-sdk/openai (Chat Completions)',
+    dialect: openaiChat,
+    host: 'api.openai.test',
+    model: (fetch) => createOpenAI({ apiKey, baseURL: 'https://api.openai.test/v1', fetch }).chat('gpt-4o'),
+  },
+  {
+    name: '@ai-sdk/openai (Responses)',
+    dialect: openaiResponses,
+    host: 'api.openai.test',
+    model: (fetch) => createOpenAI({ apiKey, baseURL: 'https://api.openai.test/v1', fetch })('gpt-4o'),
+  },
+];
+
+describe.each(otherProviders)(
+  '$name with the guard, a history that ends on an orphan result',
+  ({ dialect, host, model }) => {
+    it('is accepted, and ends on that result after its call given back', async () => {
+      const fake = new FakeProvider(dialect, host, { window: WINDOW, reply: () => ({ text: 'done' }) });
+      const watched = watch(fake);
+      const wrapped = wrapLanguageModel({
+        model: model(fake.fetch),
+        middleware: contextGuardMiddleware({ contextWindow: WINDOW, onEvent: watched.onEvent }),
+      });
+      const tools = {
+        read: tool({ inputSchema: z.object({ path: z.string() }), execute: async ({ path }) => fileText(path) }),
+      };
+      const result = await generateText({
+        model: wrapped,
+        system: SYSTEM,
+        messages: aiSdkHistory,
+        tools,
+        maxRetries: 0,
+      });
+      expect(result.text).toBe('done');
+      expect(fake.calls).toHaveLength(1);
+      const call = fake.calls[0] as WireCall;
+      expect(call.rejection).toBeUndefined();
+      const wire = JSON.stringify(call.body);
+      // The orphan's output is on the wire as a tool result (never a user's text), after its call.
+      expect(wire).toContain(ORPHAN_OUTPUT);
+      expect(wire.lastIndexOf(ORPHAN_ID)).toBeGreaterThan(wire.indexOf(ORPHAN_ID));
+      expect(call.userTexts.join('\n')).toContain(REQUEST);
+      expect(call.userTexts.join('\n')).not.toContain(ORPHAN_OUTPUT);
+      expect(watched.events.last('tool-pairing-repaired')).toMatchObject({ orphanResults: 1, restoredCalls: 1 });
+    });
+  },
+);
 
 /** The LangChain host's history: the same, with a ToolMessage whose AIMessage call is gone. */
 const langchainHistory = (): BaseMessage[] => [
