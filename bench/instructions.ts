@@ -21,15 +21,12 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { numberFlag, stringFlag } from './args.ts';
 import { fileText, firstMessages, lcg, readFileTools, toolStep } from './tool-steps.ts';
 
 const argv = process.argv.slice(2);
-const option = (name: string): string | undefined => {
-  const at = argv.indexOf(name);
-  return at >= 0 ? argv[at + 1] : undefined;
-};
-const FROM = Number(option('--from') ?? 0);
-const CALLS = Number(option('--calls') ?? 2_000);
+const FROM = numberFlag(argv, '--from', 0);
+const CALLS = numberFlag(argv, '--calls', 2_000);
 const STEPS = 260;
 
 /** The workload, in the process valgrind runs: `calls` calls on the guard of `root`. */
@@ -232,7 +229,7 @@ function reportDifferences([here, other]: [Map<string, Counts>, Map<string, Coun
   for (const r of rows) console.log(`  ${r.name.padEnd(28)} ${perCall(r.a).padStart(7)} ${perCall(r.b).padStart(7)}`);
 }
 
-const childRoot = option('--child');
+const childRoot = stringFlag(argv, '--child');
 if (childRoot) await child(childRoot, CALLS);
 else {
   const other = argv.find((a, i) => !a.startsWith('--') && argv[i - 1] !== '--calls' && argv[i - 1] !== '--from');

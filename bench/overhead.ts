@@ -30,14 +30,13 @@ import { countTokensApproximately } from 'langchain';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { GuardMessage } from '../src/index.ts';
+import { numberFlag, stringFlag } from './args.ts';
 import { fileText, firstMessages, lcg, readFileTools, rebuild, toolStep } from './tool-steps.ts';
 
 const quick = process.argv.includes('--quick');
-const runsAt = process.argv.indexOf('--runs');
-const RUNS = runsAt >= 0 ? Number(process.argv[runsAt + 1]) : 1;
+const RUNS = numberFlag(process.argv, '--runs', 1);
 const asJson = process.argv.includes('--json');
-const flushAt = process.argv.indexOf('--flush-mb');
-const FLUSH_MB = flushAt >= 0 ? Number(process.argv[flushAt + 1]) : 0;
+const FLUSH_MB = numberFlag(process.argv, '--flush-mb', 0);
 const cold = FLUSH_MB > 0;
 const diagnose = process.argv.includes('--diagnose');
 /** Written one word per cache line between calls: what sits in the caches after a host's own work. */
@@ -45,17 +44,14 @@ const flushBuffer = new Int32Array((FLUSH_MB * (1 << 20)) / 4);
 const flushCaches = (): void => {
   for (let i = 0; i < flushBuffer.length; i += 16) flushBuffer[i] = (flushBuffer[i] as number) + 1;
 };
-const optionAt = (name: string): string | undefined => {
-  const at = process.argv.indexOf(name);
-  return at >= 0 ? process.argv[at + 1] : undefined;
-};
 /** The checkout whose guard is timed (this one by default). */
-const SRC = optionAt('--src');
+const SRC = stringFlag(process.argv, '--src');
 const { createContextGuard } = (await import(
   SRC ? pathToFileURL(path.join(path.resolve(SRC), 'src/index.ts')).href : '../src/index.ts'
 )) as typeof import('../src/index.ts');
-const SIZES = optionAt('--sizes')?.split(',').map(Number) ?? (quick ? [20_000, 100_000] : [100_000, 1_000_000]);
-const WARMUPS = Number(optionAt('--warmups') ?? 1);
+const SIZES_FLAG = stringFlag(process.argv, '--sizes');
+const SIZES = SIZES_FLAG?.split(',').map(Number) ?? (quick ? [20_000, 100_000] : [100_000, 1_000_000]);
+const WARMUPS = numberFlag(process.argv, '--warmups', 1);
 const yardstick = process.argv.includes('--yardstick');
 const TIMED_STEPS = quick ? 20 : 100;
 const RECOUNT_EVERY = 4;
@@ -224,7 +220,7 @@ if (asJson) {
       ...(cold ? ['--flush-mb', String(FLUSH_MB)] : []),
       ...(diagnose ? ['--diagnose'] : []),
       ...(SRC ? ['--src', SRC] : []),
-      ...(optionAt('--sizes') ? ['--sizes', optionAt('--sizes') as string] : []),
+      ...(SIZES_FLAG ? ['--sizes', SIZES_FLAG] : []),
       ...(WARMUPS !== 1 ? ['--warmups', String(WARMUPS)] : []),
       ...(yardstick ? ['--yardstick'] : []),
       '--json',

@@ -2,8 +2,8 @@
 // message with tool calls and the tool messages answering them), turns (a user message and what
 // follows it), and the repair of tool calls or results that lost their partner, which providers
 // reject. Repair removes no message and adds at most one (the call given back to orphan results
-// that end the prompt: see restoredCall), whose position the result names.
-import type { AssistantMessage, GuardMessage, ToolMessage, ToolResultPart } from '../messages.ts';
+// that end the prompt: see restoredCalls), whose position the result names.
+import type { AssistantMessage, GuardMessage, ToolCallPart, ToolMessage, ToolResultPart } from '../messages.ts';
 import { quotedId } from './quoted-id.ts';
 import { MAX_LABEL_CHARS, oneLine, safeJson, toolOutputText } from './text.ts';
 
@@ -118,21 +118,28 @@ function trailingOrphansAt(messages: readonly GuardMessage[], tail: number, star
 }
 
 /**
- * The call given back to the results of the tool messages that end the prompt (from `at` on): an
- * assistant message calling each of them, by its id and tool name, with an empty input (the real
- * one is gone). Why not the assistant note every other orphan result becomes: a prompt whose host
- * ended it on a tool message would end on an assistant message, which Claude models from 4.6 on
- * reject ("This model does not support assistant message prefill"); nor a user message, since
- * tool output is never given the user's voice. With its call back, the tool message stays what it
- * was, in its own voice, last.
+ * The calls given back to the results of the tool messages that end the prompt (from `at` on),
+ * those of `owned` ids excepted: one per result, by its id and tool name, with an empty input (the
+ * real one is gone), and the number of results they answer. Why not the assistant note every other
+ * orphan result becomes: a prompt whose host ended it on a tool message would end on an assistant
+ * message, which Claude models from 4.6 on reject ("This model does not support assistant message
+ * prefill"); nor a user message, since tool output is never given the user's voice. With its call
+ * back, the tool message stays what it was, in its own voice, last.
  */
-function restoredCall(messages: readonly GuardMessage[], at: number, owned: ReadonlySet<string>): AssistantMessage {
-  const calls = new Map<string, { type: 'tool-call'; toolCallId: string; toolName: string; input: unknown }>();
+function restoredCalls(
+  messages: readonly GuardMessage[],
+  at: number,
+  owned: ReadonlySet<string>,
+): { calls: ToolCallPart[]; results: number } {
+  const calls = new Map<string, ToolCallPart>();
+  let results = 0;
   for (let i = at; i < messages.length; i++) {
     const content = (messages[i] as ToolMessage).content;
     if (!Array.isArray(content)) continue;
     for (const p of content) {
-      if (p?.type === 'tool-result' && !calls.has(p.toolCallId) && !owned.has(p.toolCallId))
+      if (p?.type !== 'tool-result' || owned.has(p.toolCallId)) continue;
+      results++;
+      if (!calls.has(p.toolCallId))
         calls.set(p.toolCallId, {
           type: 'tool-call',
           toolCallId: p.toolCallId,
@@ -142,7 +149,7 @@ function restoredCall(messages: readonly GuardMessage[], at: number, owned: Read
         });
     }
   }
-  return { role: 'assistant', content: [...calls.values()] };
+  return { calls: [...calls.values()], results };
 }
 
 /**
@@ -153,7 +160,7 @@ function restoredCall(messages: readonly GuardMessage[], at: number, owned: Read
  * the prompt: those stay tool messages, and get their calls back in the assistant message right
  * before them, or in one assistant message inserted before the first of them when none is there
  * (`insertedAt`, `restoredCalls`; see withCallsRestored), so that a prompt the host ended on a
- * tool message never ends on an assistant message (see restoredCall); an empty tool message there
+ * tool message never ends on an assistant message (see restoredCalls); an empty tool message there
  * is left as it is. Untouched messages keep their identity, and a valid conversation comes back as
  * the very same messages (in a copy of the array, or, unless `copy` (default true), in `messages`
  * itself). Linear in the number of parts from `from` (default 0), where the caller knows the
@@ -246,7 +253,7 @@ export function repairFrom(messages: readonly GuardMessage[], start: number, cop
 
 /**
  * The repair's result: `out`, with the call given back to the orphan results from `restoreAt` on
- * (see restoredCall) when there are any, counted with the rest. The calls join the assistant
+ * (see restoredCalls) when there are any, counted with the rest. The calls join the assistant
  * message right before those results when there is one: a second assistant message after it
  * would be a model turn after a model turn, which Gemini refuses for a function call ("function
  * call turn comes immediately after a user turn or after a function response turn"). After a user
@@ -264,26 +271,15 @@ function withCallsRestored(
   const before = sent[restoreAt - 1];
   // The calls the assistant message before them still makes (as repaired): its results are no orphans.
   const owned = before?.role === 'assistant' ? callsOf(before) : NO_IDS;
-  const restored = restoredCall(messages, restoreAt, owned);
-  let { orphanResults } = counts;
-  for (let i = restoreAt; i < messages.length; i++) {
-    const content = (messages[i] as ToolMessage).content;
-    if (Array.isArray(content))
-      for (const p of content) if (p?.type === 'tool-result' && !owned.has(p.toolCallId)) orphanResults++;
-  }
+  const { calls, results } = restoredCalls(messages, restoreAt, owned);
+  const orphanResults = counts.orphanResults + results;
   if (before?.role === 'assistant') {
     const own = typeof before.content === 'string' ? textParts(before.content) : before.content;
-    sent[restoreAt - 1] = { ...before, content: [...own, ...(restored.content as AssistantPart[])] };
-    return { messages: sent, ...counts, orphanResults, restoredCalls: restored.content.length, insertedAt: -1 };
+    sent[restoreAt - 1] = { ...before, content: [...own, ...calls] };
+    return { messages: sent, ...counts, orphanResults, restoredCalls: calls.length, insertedAt: -1 };
   }
-  sent.splice(restoreAt, 0, restored);
-  return {
-    messages: sent,
-    unansweredCalls: counts.unansweredCalls,
-    orphanResults,
-    restoredCalls: restored.content.length,
-    insertedAt: restoreAt,
-  };
+  sent.splice(restoreAt, 0, { role: 'assistant', content: calls });
+  return { messages: sent, ...counts, orphanResults, restoredCalls: calls.length, insertedAt: restoreAt };
 }
 
 const NO_IDS: ReadonlySet<string> = new Set();

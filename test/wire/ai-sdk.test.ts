@@ -1,21 +1,4 @@
-// Wire-level tests of contextGuardMiddleware (ai 7) through the real provider packages:
-// @ai-sdk/openai (Chat Completions via `openai.chat(...)`, Responses via `openai(...)` with `store`
-// on, its default), @ai-sdk/anthropic and @ai-sdk/google, each given the `fetch` of a fake provider
-// (fake-provider.ts) that answers in the provider's own format, JSON or SSE, and checks every
-// request as the provider would. Real generateText / streamText tool loops run through each; the
-// tests then check every request the provider received (agent.ts): within its window by its own
-// count, no tool call without its result (or the reverse), no reference to an original the guard
-// edited, the user's request present; and the usage the guard recorded equal to what the provider
-// reported, cached share included.
-import { createAnthropic } from '@ai-sdk/anthropic';
-import { createGoogleGenerativeAI } from '@ai-sdk/google';
-import { createOpenAI } from '@ai-sdk/openai';
-import type {
-  LanguageModelV4,
-  LanguageModelV4FunctionTool,
-  LanguageModelV4Middleware,
-  LanguageModelV4Prompt,
-} from '@ai-sdk/provider';
+import type { LanguageModelV4FunctionTool, LanguageModelV4Middleware, LanguageModelV4Prompt } from '@ai-sdk/provider';
 import { generateText, stepCountIs, streamText, tool, wrapLanguageModel } from 'ai';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -24,7 +7,6 @@ import {
   expectEveryRequestSound,
   expectOverflowRecovered,
   expectUsageAsReported,
-  fileText,
   LONG_ANSWER,
   noNetwork,
   plainScript,
@@ -35,55 +17,14 @@ import {
   WINDOW,
   type WireRun,
 } from './agent.ts';
-import { anthropic } from './anthropic.ts';
-import { FakeProvider, type Dialect, type FakeOptions, type WireCall } from './fake-provider.ts';
-import { google } from './google.ts';
-import { openaiChat, openaiResponses, referencesItem } from './openai.ts';
+import { aiSdkRead, aiSdkTargets, type Target } from './ai-sdk-targets.ts';
+import { FakeProvider, type FakeOptions, type WireCall } from './fake-provider.ts';
+import { openaiResponses, referencesItem } from './openai.ts';
 
-interface Target {
-  name: string;
-  dialect: Dialect;
-  host: string;
-  model(fetch: FakeProvider['fetch']): LanguageModelV4;
-}
-
-const apiKey = 'test-key';
-const targets: Target[] = [
-  {
-    name: 'OpenAI Chat Completions',
-    dialect: openaiChat,
-    host: 'api.openai.test',
-    model: (fetch) => createOpenAI({ apiKey, baseURL: 'https://api.openai.test/v1', fetch }).chat('gpt-4o'),
-  },
-  {
-    name: 'OpenAI Responses (store on)',
-    dialect: openaiResponses,
-    host: 'api.openai.test',
-    model: (fetch) => createOpenAI({ apiKey, baseURL: 'https://api.openai.test/v1', fetch })('gpt-4o'),
-  },
-  {
-    name: 'Anthropic',
-    dialect: anthropic,
-    host: 'api.anthropic.test',
-    model: (fetch) => createAnthropic({ apiKey, baseURL: 'https://api.anthropic.test/v1', fetch })('claude-sonnet-4-5'),
-  },
-  {
-    name: 'Google',
-    dialect: google,
-    host: 'generativelanguage.test',
-    model: (fetch) =>
-      createGoogleGenerativeAI({ apiKey, baseURL: 'https://generativelanguage.test/v1beta', fetch })(
-        'gemini-2.5-flash',
-      ),
-  },
-];
+const targets = aiSdkTargets;
 
 const tools = {
-  read: tool({
-    description: 'Read a file of the repository',
-    inputSchema: z.object({ path: z.string() }),
-    execute: async ({ path }) => fileText(path),
-  }),
+  read: aiSdkRead(),
   write: tool({
     description: 'Write a file of the repository',
     inputSchema: z.object({ path: z.string(), content: z.string() }),

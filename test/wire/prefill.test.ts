@@ -6,12 +6,10 @@
 // Anthropic's wire), through @ai-sdk/anthropic (generateText, streamText) and @langchain/anthropic
 // (withContextGuard, createAgent's middleware), each with the fake answering as the real API does.
 import { createAnthropic } from '@ai-sdk/anthropic';
-import { createGoogleGenerativeAI } from '@ai-sdk/google';
-import { createOpenAI } from '@ai-sdk/openai';
 import { ChatAnthropic } from '@langchain/anthropic';
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
 import { tool as langchainTool } from '@langchain/core/tools';
-import { generateText, streamText, tool, wrapLanguageModel, type ModelMessage } from 'ai';
+import { generateText, streamText, wrapLanguageModel, type ModelMessage } from 'ai';
 import { createAgent } from 'langchain';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -19,10 +17,9 @@ import { contextGuardMiddleware } from '../../adapters/ai-sdk/index.ts';
 import { contextGuardMiddleware as agentMiddleware } from '../../adapters/langchain/agent-middleware.ts';
 import { withContextGuard } from '../../adapters/langchain/with-context-guard.ts';
 import { fileText, noNetwork, REQUEST, SYSTEM, watch, WINDOW } from './agent.ts';
+import { aiSdkRead, aiSdkTargets } from './ai-sdk-targets.ts';
 import { anthropic, PREFILL_REJECTED } from './anthropic.ts';
-import { FakeProvider, type Dialect, type WireCall } from './fake-provider.ts';
-import { google } from './google.ts';
-import { openaiChat, openaiResponses } from './openai.ts';
+import { FakeProvider, type WireCall } from './fake-provider.ts';
 
 const apiKey = 'test-key';
 const MODEL = 'claude-sonnet-4-6';
@@ -89,9 +86,7 @@ describe.each(['generate', 'stream'] as const)('@ai-sdk/anthropic (%sText) with 
       model: createAnthropic({ apiKey, baseURL: 'https://api.anthropic.test/v1', fetch: fake.fetch })(MODEL),
       middleware: contextGuardMiddleware({ contextWindow: WINDOW, onEvent: watched.onEvent }),
     });
-    const tools = {
-      read: tool({ inputSchema: z.object({ path: z.string() }), execute: async ({ path }) => fileText(path) }),
-    };
+    const tools = { read: aiSdkRead() };
     const args = { model, system: SYSTEM, messages: aiSdkHistory, tools, maxRetries: 0 };
     let text: string;
     if (mode === 'generate') text = (await generateText(args)).text;
@@ -115,34 +110,8 @@ describe.each(['generate', 'stream'] as const)('@ai-sdk/anthropic (%sText) with 
  * tool message right after the assistant message calling it. The call given back joins the
  * assistant message before the orphan rather than following it as a second assistant message.
  */
-const otherProviders: Array<{
-  name: string;
-  dialect: Dialect;
-  host: string;
-  model: (fetch: typeof globalThis.fetch) => Parameters<typeof wrapLanguageModel>[0]['model'];
-}> = [
-  {
-    name: '@ai-sdk/google',
-    dialect: google,
-    host: 'generativelanguage.test',
-    model: (fetch) =>
-      createGoogleGenerativeAI({ apiKey, baseURL: 'https://generativelanguage.test/v1beta', fetch })(
-        'gemini-2.5-flash',
-      ),
-  },
-  {
-    name: '@ai-sdk/openai (Chat Completions)',
-    dialect: openaiChat,
-    host: 'api.openai.test',
-    model: (fetch) => createOpenAI({ apiKey, baseURL: 'https://api.openai.test/v1', fetch }).chat('gpt-4o'),
-  },
-  {
-    name: '@ai-sdk/openai (Responses)',
-    dialect: openaiResponses,
-    host: 'api.openai.test',
-    model: (fetch) => createOpenAI({ apiKey, baseURL: 'https://api.openai.test/v1', fetch })('gpt-4o'),
-  },
-];
+/** The AI SDK's other providers (Anthropic's prefill is above, on a model that refuses it). */
+const otherProviders = aiSdkTargets.filter((t) => t.dialect !== anthropic);
 
 describe.each(otherProviders)(
   '$name with the guard, a history that ends on an orphan result',
@@ -154,9 +123,7 @@ describe.each(otherProviders)(
         model: model(fake.fetch),
         middleware: contextGuardMiddleware({ contextWindow: WINDOW, onEvent: watched.onEvent }),
       });
-      const tools = {
-        read: tool({ inputSchema: z.object({ path: z.string() }), execute: async ({ path }) => fileText(path) }),
-      };
+      const tools = { read: aiSdkRead() };
       const result = await generateText({
         model: wrapped,
         system: SYSTEM,

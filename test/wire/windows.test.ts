@@ -23,7 +23,7 @@ import {
 } from '@langchain/core/messages';
 import { tool as lcTool } from '@langchain/core/tools';
 import { ChatOpenAI } from '@langchain/openai';
-import { generateText, stepCountIs, streamText, tool, wrapLanguageModel } from 'ai';
+import { generateText, stepCountIs, streamText, wrapLanguageModel } from 'ai';
 import { createAgent } from 'langchain';
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
@@ -32,6 +32,7 @@ import { contextGuardMiddleware as agentGuard } from '../../adapters/langchain/a
 import { withContextGuard } from '../../adapters/langchain/with-context-guard.ts';
 import type { ContextGuard, ContextGuardOptions } from '../../src/index.ts';
 import { fileText, hasRequest, noNetwork, plainScript, REQUEST, SYSTEM, watch, type WireRun } from './agent.ts';
+import { aiSdkRead } from './ai-sdk-targets.ts';
 import { anthropic } from './anthropic.ts';
 import { FakeProvider, type Dialect } from './fake-provider.ts';
 import { google } from './google.ts';
@@ -114,13 +115,7 @@ const langChainTargets: LangChainTarget[] = [
   },
 ];
 
-const aiSdkTools = {
-  read: tool({
-    description: 'Read a file of the repository',
-    inputSchema: z.object({ path: z.string() }),
-    execute: async ({ path }) => fileText(path, FILE_CHARS),
-  }),
-};
+const aiSdkTools = { read: aiSdkRead(FILE_CHARS) };
 const readTool = lcTool(async ({ path }: { path: string }) => fileText(path, FILE_CHARS), {
   name: 'read',
   description: 'Read a file of the repository',
