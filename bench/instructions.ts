@@ -8,11 +8,16 @@
 //   node bench/instructions.ts /tmp/before              (this checkout and another, with the functions that differ most)
 //   node bench/instructions.ts /tmp/before --from 2000 --calls 4000
 //        (calls 2,000 to 6,000 of a process: by then the guard's functions run at V8's top tier)
+//   node bench/instructions.ts /tmp/before --main-thread   (V8's compilers on their own threads,
+//        as in any process: only what the main thread runs is counted)
+//   node bench/instructions.ts /tmp/before --rebuilt --steps 1275 --top 30
+//        (a host that rebuilds its messages every call, sessions of 1,275 steps: 2,552 messages at
+//         the end; and the 30 functions of this checkout that cost the most)
 //
 // Needs valgrind (Debian's package) and takes a few minutes: each checkout runs in its own process
 // under callgrind with V8 on one thread (--single-threaded), so that its compilers and collector
 // are counted too, in the process totals. The workload is bench/overhead-vs.ts's: sessions of 260
-// tool steps of 3,000 characters on new guards, beforeModel + afterModel per step. Each checkout runs
+// (--steps) tool steps of 3,000 characters on new guards, beforeModel + afterModel per step. Each checkout runs
 // twice, to call --from and to call --from + --calls, and the difference is what those calls cost:
 // loading the modules is not in it. A process's first calls run in V8's lower tiers (what a
 // short-lived process pays); the later ones show what a long-running agent pays.
@@ -22,12 +27,23 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { numberFlag, stringFlag } from './args.ts';
-import { fileText, firstMessages, lcg, readFileTools, toolStep } from './tool-steps.ts';
+import { fileText, firstMessages, lcg, readFileTools, rebuild, toolStep } from './tool-steps.ts';
 
 const argv = process.argv.slice(2);
 const FROM = numberFlag(argv, '--from', 0);
 const CALLS = numberFlag(argv, '--calls', 2_000);
-const STEPS = 260;
+/** How many of this checkout's costliest functions to list (--top N; none by default). */
+const TOP = numberFlag(argv, '--top', 0);
+/** Tool steps of a session before a new guard starts (the history grows to twice as many messages). */
+const STEPS = numberFlag(argv, '--steps', 260);
+/** A host that rebuilds every message object on every call (as the AI SDK does), not one that resends them. */
+const REBUILT = argv.includes('--rebuilt');
+/**
+ * V8 with its threads (--main-thread): its compilers and part of its collector then run beside the
+ * guard, as in any Node.js process, and only the main thread's costs are counted (what a call
+ * waits for), not the work the compilers do on the side.
+ */
+const MAIN_THREAD = argv.includes('--main-thread');
 
 /** The workload, in the process valgrind runs: `calls` calls on the guard of `root`. */
 async function child(root: string, calls: number): Promise<void> {
@@ -39,7 +55,7 @@ async function child(root: string, calls: number): Promise<void> {
     let history = firstMessages();
     for (let i = 0; i < STEPS && call < calls; i++, call++) {
       history = [...history, ...toolStep(i, texts[i] as string)];
-      await guard.beforeModel({ sessionId: 's', messages: history, tools: readFileTools });
+      await guard.beforeModel({ sessionId: 's', messages: REBUILT ? rebuild(history) : history, tools: readFileTools });
       await guard.afterModel({ sessionId: 's', usage: { inputTokens: 2_000 + i * 1_000 } });
     }
   }
@@ -158,21 +174,27 @@ function callgrind(root: string, work: string, calls: number): Map<string, Count
       '--cache-sim=yes',
       '--branch-sim=yes',
       `--callgrind-out-file=${out}`,
+      ...(MAIN_THREAD ? ['--separate-threads=yes'] : []),
       process.execPath,
-      '--single-threaded',
+      ...(MAIN_THREAD ? [] : ['--single-threaded']),
       '--perf-basic-prof',
       fileURLToPath(import.meta.url),
       '--child',
       root,
       '--calls',
       String(calls),
+      '--steps',
+      String(STEPS),
+      ...(REBUILT ? ['--rebuilt'] : []),
     ],
     { encoding: 'utf8', maxBuffer: 1 << 26 },
   );
   if (run.status !== 0) throw new Error(`valgrind failed (${run.status}): ${run.stderr.slice(-2_000)}`);
-  const pid = /^pid: (\d+)$/m.exec(readFileSync(out, 'utf8').slice(0, 2_000))?.[1];
+  // With its threads apart, callgrind writes one file per thread: the main thread's is the first.
+  const file = MAIN_THREAD ? `${out}-01` : out;
+  const pid = /^pid: (\d+)$/m.exec(readFileSync(file, 'utf8').slice(0, 2_000))?.[1];
   const codeMap = `/tmp/perf-${pid}.map`;
-  const costs = readCosts(out, readCodeMap(codeMap), `${pathToFileURL(root).href}/src/`);
+  const costs = readCosts(file, readCodeMap(codeMap), `${pathToFileURL(root).href}/src/`);
   rmSync(codeMap, { force: true });
   return costs;
 }
@@ -193,7 +215,7 @@ const PARTS: Array<[string, (bucket: string) => boolean]> = [
 
 function report(roots: string[], results: Map<string, Counts>[]): void {
   console.log(
-    `node ${process.version}, callgrind, calls ${FROM.toLocaleString('en-US')} to ${(FROM + CALLS).toLocaleString('en-US')} of a process (sessions of ${STEPS} tool steps), per call:`,
+    `node ${process.version}, callgrind, calls ${FROM.toLocaleString('en-US')} to ${(FROM + CALLS).toLocaleString('en-US')} of a process (sessions of ${STEPS} tool steps${REBUILT ? ', messages rebuilt every call' : ''}${MAIN_THREAD ? ', main thread only' : ''}), per call:`,
   );
   console.log('| part | checkout | instructions | I1 misses | D1 misses | mispredicted branches |');
   console.log('|---|---|---:|---:|---:|---:|');
@@ -209,30 +231,51 @@ function report(roots: string[], results: Map<string, Counts>[]): void {
 
 /** The guard's functions (by name, wherever their file moved) whose instructions differ most. */
 function reportDifferences([here, other]: [Map<string, Counts>, Map<string, Counts>]): void {
-  const byName = (costs: Map<string, Counts>): Map<string, number> => {
-    const m = new Map<string, number>();
+  const byName = (costs: Map<string, Counts>): Map<string, Counts> => {
+    const m = new Map<string, Counts>();
     for (const [bucket, c] of costs) {
       if (!isGuard(bucket)) continue;
       const name = bucket.split(' ')[0] as string;
-      m.set(name, (m.get(name) ?? 0) + (c[0] as number));
+      const sums = m.get(name) ?? EVENTS.map(() => 0);
+      m.set(
+        name,
+        sums.map((n, i) => n + (c[i] as number)),
+      );
     }
     return m;
   };
   const a = byName(here);
   const b = byName(other);
+  const none = EVENTS.map(() => 0);
   const names = [...new Set([...a.keys(), ...b.keys()])];
-  const rows = names
-    .map((name) => ({ name, a: a.get(name) ?? 0, b: b.get(name) ?? 0 }))
-    .sort((x, y) => Math.abs(y.a - y.b) - Math.abs(x.a - x.b))
-    .slice(0, 15);
-  console.log('\nInstructions per call of the functions that differ most (this checkout, the other):');
-  for (const r of rows) console.log(`  ${r.name.padEnd(28)} ${perCall(r.a).padStart(7)} ${perCall(r.b).padStart(7)}`);
+  const rows = names.map((name) => ({ name, a: a.get(name) ?? none, b: b.get(name) ?? none }));
+  // Instructions, I1 misses and mispredicted branches of a function, per call.
+  const cells = ([ir = 0, i1 = 0, , , bc = 0, bi = 0]: Counts): string =>
+    `${perCall(ir).padStart(7)} ${perCall(i1).padStart(5)} ${perCall(bc + bi).padStart(5)}`;
+  const show = (title: string, list: typeof rows): void => {
+    console.log(`\n${title}: instructions, I1 misses, mispredicted branches (this checkout | the other):`);
+    for (const r of list) console.log(`  ${r.name.padEnd(28)} ${cells(r.a)} | ${cells(r.b)}`);
+  };
+  const instructions = (c: Counts): number => c[0] as number;
+  show(
+    'Per call, the functions whose instructions differ most',
+    [...rows]
+      .sort((x, y) => Math.abs(instructions(y.a) - instructions(y.b)) - Math.abs(instructions(x.a) - instructions(x.b)))
+      .slice(0, 15),
+  );
+  if (TOP > 0)
+    show(
+      "Per call, this checkout's costliest functions",
+      [...rows].sort((x, y) => instructions(y.a) - instructions(x.a)).slice(0, TOP),
+    );
 }
 
 const childRoot = stringFlag(argv, '--child');
 if (childRoot) await child(childRoot, CALLS);
 else {
-  const other = argv.find((a, i) => !a.startsWith('--') && argv[i - 1] !== '--calls' && argv[i - 1] !== '--from');
+  const other = argv.find(
+    (a, i) => !a.startsWith('--') && !['--calls', '--from', '--top', '--steps'].includes(argv[i - 1] as string),
+  );
   const roots = [path.resolve(import.meta.dirname, '..'), ...(other ? [path.resolve(other)] : [])];
   const work = mkdtempSync(path.join(tmpdir(), 'context-guard-instructions-'));
   try {

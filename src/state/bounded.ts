@@ -47,11 +47,13 @@ export class BoundedMap<K extends {}, V extends {}> {
 
   /** The value, its recency unchanged. */
   peek(key: K): V | undefined {
-    return key === this.slotKey ? this.slotValue : this.cache.peek(key);
+    if (key === this.slotKey) return this.slotValue;
+    // Nothing to find in an empty cache (the windows learned from rejections, peeked on every call).
+    return this.cache.size === 0 ? undefined : this.cache.peek(key);
   }
 
   has(key: K): boolean {
-    return key === this.slotKey || this.cache.has(key);
+    return key === this.slotKey || (this.cache.size > 0 && this.cache.has(key));
   }
 
   set(key: K, value: V): void {

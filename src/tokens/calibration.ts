@@ -395,28 +395,66 @@ function hiddenAfter(
   // Every earlier count read again at this count's rate, so that the shares compare: a reading at an
   // earlier, dearer rate would otherwise hold the consistent share down for as long as it is kept.
   // Readings stored without their count stay as they were, but for the previous count across a
-  // compaction (the reference's, read at the rate the two show). Plain loops: this runs on every
-  // real count, and spreads, slices and closures would be garbage on each.
-  const unknown = earlier.length - known;
-  const recent: number[] = [];
-  const counts: HiddenCount[] = [];
-  for (let i = Math.max(0, earlier.length - (HIDDEN_COUNTS - 1)); i < earlier.length; i++) {
-    if (i >= unknown) {
-      const stored = storedCounts[storedCounts.length - earlier.length + i] as HiddenCount;
-      recent.push(stored[0] - stored[1] * rate);
-      counts.push(stored);
-    } else
-      recent.push(i === earlier.length - 1 && across && rate < prior ? across.share(rate) : (earlier[i] as number));
+  // compaction (the reference's, read at the rate the two show). The arrays are literals of their
+  // final length: this runs on every real count, and pushes onto an empty array would grow it and
+  // change its kind of elements (to numbers that are not integers) each time.
+  const n = earlier.length;
+  const unknown = n - known;
+  const reading: Rereading = { earlier, storedCounts, unknown, rate, prior, across };
+  let recent: number[];
+  let counts: HiddenCount[];
+  if (n === 0) {
+    recent = [last];
+    counts = [count];
+  } else if (n === 1) {
+    recent = [rereadAt(0, reading), last];
+    counts = unknown === 0 ? [storedCountAt(0, reading), count] : [count];
+  } else {
+    // The last HIDDEN_COUNTS - 1 (two) readings kept, then this count's.
+    recent = [rereadAt(n - 2, reading), rereadAt(n - 1, reading), last];
+    counts =
+      n - 2 >= unknown
+        ? [storedCountAt(n - 2, reading), storedCountAt(n - 1, reading), count]
+        : n - 1 >= unknown
+          ? [storedCountAt(n - 1, reading), count]
+          : [count];
   }
-  recent.push(last);
-  counts.push(count);
   // What no rate can explain: the count beyond calibration.max × the visible text is invisible for
   // sure (a dense tokenizer stays under the bound), even seen through a single count.
   const sure = Math.max(0, realTokens - mediaTokens - (chars / CHARS_PER_TOKEN) * c.max);
-  const floors = [...(kept?.floors ?? []).slice(1 - HIDDEN_COUNTS), sure];
-  return recent.length > 1
-    ? { last, consistent: Math.min(...recent), recent, floors, counts }
-    : { last, recent, floors, counts };
+  // The last HIDDEN_COUNTS - 1 (two) floors kept, then this count's.
+  const kf = kept?.floors;
+  const f = kf ? kf.length : 0;
+  const floors =
+    f >= 2 ? [kf?.[f - 2] as number, kf?.[f - 1] as number, sure] : f === 1 ? [kf?.[0] as number, sure] : [sure];
+  if (n === 0) return { last, recent, floors, counts };
+  const consistent =
+    n === 1 ? Math.min(recent[0] as number, last) : Math.min(recent[0] as number, recent[1] as number, last);
+  return { last, consistent, recent, floors, counts };
+}
+
+/** What hiddenAfter re-reads the earlier readings with. */
+interface Rereading {
+  earlier: readonly number[];
+  storedCounts: readonly HiddenCount[];
+  /** How many of the first readings have no stored count. */
+  unknown: number;
+  rate: number;
+  prior: number;
+  across: ReturnType<typeof acrossCompaction>;
+}
+
+/** The stored count behind reading `i` (one with a count: i >= unknown). */
+const storedCountAt = (i: number, r: Rereading): HiddenCount =>
+  r.storedCounts[r.storedCounts.length - r.earlier.length + i] as HiddenCount;
+
+/** Reading `i` at the rate of the new count (see hiddenAfter). */
+function rereadAt(i: number, r: Rereading): number {
+  if (i >= r.unknown) {
+    const stored = storedCountAt(i, r);
+    return stored[0] - stored[1] * r.rate;
+  }
+  return i === r.earlier.length - 1 && r.across && r.rate < r.prior ? r.across.share(r.rate) : (r.earlier[i] as number);
 }
 
 /**

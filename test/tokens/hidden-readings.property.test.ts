@@ -1,0 +1,106 @@
+// The invisible share's readings after a real count (tokens/calibration.ts, recordRealCount), for
+// any kept state: the last two readings kept are read again at the new count's rate where their
+// count is stored and stay as they were where it is not (states stored before counts were kept),
+// then the new count's reading; the consistent share is the smallest of them; the floors are the
+// last two kept and the new one; the counts stay aligned on the readings. Checked against the
+// rule written plainly here, so that a faster way of building these arrays keeps every value.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { ResolvedCalibration } from '../../src/config.ts';
+import type { CalibrationState, PendingRequest } from '../../src/state/session.ts';
+import { growthModel, recordRealCount } from '../../src/tokens/calibration.ts';
+
+const C: ResolvedCalibration = { min: 1, max: 5, default: 1.5 };
+const CHARS_PER_TOKEN = 4;
+
+type Count = [number, number];
+type Hidden = NonNullable<CalibrationState['hidden']>;
+
+const share = fc.double({ min: -50_000, max: 50_000, noNaN: true });
+const count = fc.tuple(fc.integer({ min: 0, max: 200_000 }), fc.double({ min: 0, max: 100_000, noNaN: true }));
+
+/** A kept invisible share as any version stored it: readings, perhaps their counts, perhaps floors. */
+const keptHidden: fc.Arbitrary<Hidden> = fc
+  .record({
+    recent: fc.option(fc.array(share, { minLength: 1, maxLength: 3 }), { nil: undefined }),
+    last: share,
+    counted: fc.nat({ max: 3 }),
+    counts: fc.array(count, { minLength: 3, maxLength: 3 }),
+    floors: fc.option(fc.array(fc.double({ min: 0, max: 50_000, noNaN: true }), { maxLength: 3 }), { nil: undefined }),
+  })
+  .map(({ recent, last, counted, counts, floors }) => {
+    const readings = recent ?? [last];
+    const hidden: Hidden = { last: readings[readings.length - 1] ?? last };
+    if (recent) hidden.recent = recent;
+    // Counts are kept for the last readings only (none in states stored before they were kept).
+    if (counted > 0) hidden.counts = counts.slice(0, Math.min(counted, readings.length)) as Count[];
+    if (floors) hidden.floors = floors;
+    if (readings.length > 1) hidden.consistent = Math.min(...readings);
+    return hidden;
+  });
+
+/** The readings after a count, by the rule, at the rate the new state reads shares at. */
+function expectedHidden(kept: Hidden, realTokens: number, chars: number, rate: number): Hidden {
+  const earlier = kept.recent ?? [kept.last];
+  const stored = kept.counts ?? [];
+  const known = Math.min(earlier.length, stored.length);
+  const unknown = earlier.length - known;
+  const newCount: Count = [realTokens, chars / CHARS_PER_TOKEN];
+  const last = newCount[0] - newCount[1] * rate;
+  const recent: number[] = [];
+  const counts: Count[] = [];
+  for (let i = Math.max(0, earlier.length - 2); i < earlier.length; i++) {
+    if (i >= unknown) {
+      const c = stored[stored.length - earlier.length + i] as Count;
+      recent.push(c[0] - c[1] * rate);
+      counts.push(c);
+    } else recent.push(earlier[i] as number);
+  }
+  recent.push(last);
+  counts.push(newCount);
+  const sure = Math.max(0, realTokens - (chars / CHARS_PER_TOKEN) * C.max);
+  const floors = [...(kept.floors ?? []).slice(-2), sure];
+  return recent.length > 1
+    ? { last, consistent: Math.min(...recent), recent, floors, counts }
+    : { last, recent, floors, counts };
+}
+
+describe('the invisible share after a real count', () => {
+  it('keeps the last two readings (read again where their count is kept), the new one, their minimum and floors', () => {
+    fc.assert(
+      fc.property(
+        keptHidden,
+        fc.integer({ min: 1_000, max: 100_000 }),
+        fc.integer({ min: 100, max: 50_000 }),
+        (hidden, anchorChars, addedChars) => {
+          const chars = anchorChars + addedChars;
+          // Growth measured: the shares are read at the growth model's rate (no compaction in between).
+          const state: CalibrationState = {
+            anchor: {
+              chars: anchorChars,
+              mediaTokens: 0,
+              toolChars: 0,
+              prompt: { messages: 4, chars: anchorChars, hash: 1 },
+              realTokens: Math.round(anchorChars / 2),
+            },
+            growth: { realTokens: 4_000, heuristicTokens: 2_000, messages: 4, messageLoad: 0.01, messageReal: 8 },
+            hidden,
+          };
+          const pending: PendingRequest = {
+            chars,
+            mediaTokens: 0,
+            toolChars: 0,
+            prompt: { messages: 6, chars, hash: 2 },
+            extendsAnchor: true,
+            estimatedTokens: 0,
+          };
+          const realTokens = Math.round(chars / 2) + 300;
+          const next = recordRealCount(state, pending, realTokens, undefined, C);
+          const rate = growthModel(next, C).rate;
+          expect(next.hidden).toStrictEqual(expectedHidden(hidden, realTokens, chars, rate));
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+});
