@@ -192,12 +192,6 @@ export function estimate(
 }
 
 /**
- * Counts whose invisible share is compared: the smallest of the last three is the consistent one,
- * so that a host summing one, two or three steps in turn never shows its sums as the share.
- */
-const HIDDEN_COUNTS = 3;
-
-/**
  * Share of a count by which its invisible part may exceed the consistent one before it is read as a
  * one-off jump rather than content the guard cannot see (a hook's output, a linter's note, reasoning
  * the provider keeps: a few percent of the count, which the next count confirms anyway). A host that
@@ -373,7 +367,9 @@ function readingRate(
  * that rewrote its history (the request does not extend the anchor: its own compaction, a new
  * conversation on the session) may show another share: the comparison starts again. Across the
  * guard's own compactions (no anchor, a reference) it goes on: the share does not shrink with the
- * visible prompt, and a count of the compacted prompt is what shows it is real.
+ * visible prompt, and a count of the compacted prompt is what shows it is real. The last three
+ * counts are compared: the smallest share of them is the consistent one, so that a host summing
+ * one, two or three steps in turn never shows its sums as the share.
  */
 function hiddenAfter(
   state: CalibrationState,
@@ -410,7 +406,7 @@ function hiddenAfter(
     recent = [rereadAt(0, reading), last];
     counts = unknown === 0 ? [storedCountAt(0, reading), count] : [count];
   } else {
-    // The last HIDDEN_COUNTS - 1 (two) readings kept, then this count's.
+    // The last two readings kept, then this count's.
     recent = [rereadAt(n - 2, reading), rereadAt(n - 1, reading), last];
     counts =
       n - 2 >= unknown
@@ -422,7 +418,7 @@ function hiddenAfter(
   // What no rate can explain: the count beyond calibration.max × the visible text is invisible for
   // sure (a dense tokenizer stays under the bound), even seen through a single count.
   const sure = Math.max(0, realTokens - mediaTokens - (chars / CHARS_PER_TOKEN) * c.max);
-  // The last HIDDEN_COUNTS - 1 (two) floors kept, then this count's.
+  // The last two floors kept, then this count's.
   const kf = kept?.floors;
   const f = kf ? kf.length : 0;
   const floors =
