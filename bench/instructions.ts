@@ -9,7 +9,9 @@
 //   node bench/instructions.ts /tmp/before --from 2000 --calls 4000
 //        (calls 2,000 to 6,000 of a process: by then the guard's functions run at V8's top tier)
 //   node bench/instructions.ts /tmp/before --main-thread   (V8's compilers on their own threads,
-//        as in any process: only what the main thread runs is counted)
+//        as in any process: only what the main thread runs is counted; the counts then vary from
+//        run to run with when the compilers finish, and a window that does not start at call 0
+//        can credit code that moved between the two runs to the wrong function)
 //   node bench/instructions.ts /tmp/before --rebuilt --steps 1275 --top 30
 //        (a host that rebuilds its messages every call, sessions of 1,275 steps: 2,552 messages at
 //         the end; and the 30 functions of this checkout that cost the most)
