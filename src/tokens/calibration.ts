@@ -381,9 +381,13 @@ function hiddenAfter(
   const { chars, mediaTokens } = pending;
   const rewritten = state.anchor !== undefined && !pending.extendsAnchor;
   const kept = rewritten ? undefined : state.hidden;
-  const earlier = kept ? (kept.recent ?? [kept.last]) : [];
+  // Arrays only: a stored state another version or a broken write left with something else there
+  // has no earlier readings (the arrays below are read by index and length).
+  const given = kept ? (kept.recent ?? [kept.last]) : [];
+  const earlier: readonly number[] = Array.isArray(given) ? given : [];
   // The counts behind the last readings (none in states stored before they were kept).
-  const storedCounts = kept?.counts ?? [];
+  const storedCounts: readonly HiddenCount[] =
+    Array.isArray(kept?.counts) && kept.counts.every(isHiddenCount) ? kept.counts : [];
   const known = Math.min(earlier.length, storedCounts.length);
   const { rate, prior, across } = readingRate(state, next, pending, realTokens, earlier.length > 0, c);
   const count: HiddenCount = [realTokens - mediaTokens, chars / CHARS_PER_TOKEN];
@@ -419,7 +423,7 @@ function hiddenAfter(
   // sure (a dense tokenizer stays under the bound), even seen through a single count.
   const sure = Math.max(0, realTokens - mediaTokens - (chars / CHARS_PER_TOKEN) * c.max);
   // The last two floors kept, then this count's.
-  const kf = kept?.floors;
+  const kf = Array.isArray(kept?.floors) ? kept.floors : undefined;
   const f = kf ? kf.length : 0;
   const floors =
     f >= 2 ? [kf?.[f - 2] as number, kf?.[f - 1] as number, sure] : f === 1 ? [kf?.[0] as number, sure] : [sure];
@@ -428,6 +432,10 @@ function hiddenAfter(
     n === 1 ? Math.min(recent[0] as number, last) : Math.min(recent[0] as number, recent[1] as number, last);
   return { last, consistent, recent, floors, counts };
 }
+
+/** A stored count as hiddenAfter keeps them: two finite numbers. */
+const isHiddenCount = (count: unknown): count is HiddenCount =>
+  Array.isArray(count) && count.length === 2 && Number.isFinite(count[0]) && Number.isFinite(count[1]);
 
 /** What hiddenAfter re-reads the earlier readings with. */
 interface Rereading {
@@ -504,7 +512,9 @@ export function priceAfterReset(
   // A share consistent over the last two counts is real, with or without a measured rate (two
   // counts of a compacted prompt, no growth between them); the latest count's share alone is at
   // most an upper bound of it (a host that reported the sum of several steps as one count).
-  const consistent = state.hidden?.consistent;
+  // Numbers only: what another version or a broken write left in a stored state prices nothing.
+  const stored = state.hidden?.consistent;
+  const consistent = Number.isFinite(stored) ? stored : undefined;
   const measured = state.growth
     ? ref.realTokens - ref.mediaTokens - (ref.chars / CHARS_PER_TOKEN) * marginal
     : Number.NEGATIVE_INFINITY;
@@ -513,7 +523,10 @@ export function priceAfterReset(
     invisible = state.growth ? Math.min(measured, Math.max(0, consistent)) : Math.max(0, consistent);
   // Never below what the recent counts show is invisible for sure (their smallest: a one-off jump is
   // at most an upper bound); none shown leaves a negative part as it is.
-  const floor = state.hidden?.floors?.length ? Math.min(...state.hidden.floors) : 0;
+  const floors = state.hidden?.floors;
+  let floor = Array.isArray(floors) && floors.length > 0 ? Number.POSITIVE_INFINITY : 0;
+  // A loop, not a spread: a stored array of any length cannot overflow the call's arguments.
+  if (Array.isArray(floors)) for (const f of floors) floor = Math.min(floor, f);
   if (floor > 0) invisible = Math.max(invisible, floor);
   const offset = state.anchor ? 0 : (state.reference?.offset ?? 0);
   return (chars, media) =>

@@ -3,12 +3,14 @@
 // count is stored and stay as they were where it is not (states stored before counts were kept),
 // then the new count's reading; the consistent share is the smallest of them; the floors are the
 // last two kept and the new one; the counts stay aligned on the readings. Checked against the
-// rule written plainly here, so that a faster way of building these arrays keeps every value.
+// rule written plainly here, so that a faster way of building these arrays keeps every value. A
+// stored state with something else in their place (another version, a broken write) is read as
+// having none there: the readings and the prices made from them stay numbers.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ResolvedCalibration } from '../../src/config.ts';
 import type { CalibrationState, PendingRequest } from '../../src/state/session.ts';
-import { growthModel, recordRealCount } from '../../src/tokens/calibration.ts';
+import { growthModel, priceAfterReset, recordRealCount } from '../../src/tokens/calibration.ts';
 
 const C: ResolvedCalibration = { min: 1, max: 5, default: 1.5 };
 const CHARS_PER_TOKEN = 4;
@@ -101,6 +103,82 @@ describe('the invisible share after a real count', () => {
         },
       ),
       { numRuns: 500 },
+    );
+  });
+
+  it('reads a kept share whose arrays are something else (another version, a broken write) as having none there', () => {
+    const notAnArray = fc.oneof(fc.integer(), fc.string(), fc.boolean(), fc.constant(null), fc.object());
+    // Counts that are not pairs of numbers, among pairs that are.
+    const brokenCounts = fc.array(
+      fc.oneof(fc.constant([400, 100]), fc.constant(null), fc.array(fc.anything(), { maxLength: 3 })),
+      {
+        minLength: 1,
+        maxLength: 3,
+      },
+    );
+    const broken = fc.oneof(
+      fc.tuple(fc.constantFrom('recent', 'counts', 'floors'), notAnArray),
+      fc.tuple(fc.constant('counts'), brokenCounts),
+    );
+    fc.assert(
+      fc.property(broken, ([field, value]) => {
+        const hidden = {
+          last: 100,
+          consistent: 50,
+          recent: [50, 100],
+          counts: [
+            [400, 100],
+            [500, 100],
+          ],
+          floors: [0, 10],
+          [field]: value,
+        } as unknown as Hidden;
+        const state: CalibrationState = {
+          anchor: {
+            chars: 4_000,
+            mediaTokens: 0,
+            toolChars: 0,
+            prompt: { messages: 4, chars: 4_000, hash: 1 },
+            realTokens: 2_000,
+          },
+          growth: { realTokens: 4_000, heuristicTokens: 2_000 },
+          hidden,
+        };
+        const pending: PendingRequest = {
+          chars: 8_000,
+          mediaTokens: 0,
+          toolChars: 0,
+          prompt: { messages: 6, chars: 8_000, hash: 2 },
+          extendsAnchor: true,
+          estimatedTokens: 0,
+        };
+        const next = recordRealCount(state, pending, 4_300, undefined, C).hidden as Hidden;
+        const numbers = [next.last, next.consistent ?? 0, ...(next.recent ?? []), ...(next.floors ?? [])];
+        for (const n of [...numbers, ...(next.counts ?? []).flat()]) expect(Number.isFinite(n)).toBe(true);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('prices a compacted prompt at a finite number whatever a stored share holds in place of its readings', () => {
+    const notANumber = fc.oneof(fc.string(), fc.boolean(), fc.constant(null), fc.object(), fc.array(fc.string()));
+    const notAnArray = fc.oneof(fc.integer(), fc.string(), fc.boolean(), fc.constant(null), fc.object());
+    fc.assert(
+      fc.property(fc.boolean(), notANumber, notAnArray, (growth, consistent, floors) => {
+        const state = {
+          reference: {
+            chars: 4_000,
+            mediaTokens: 0,
+            toolChars: 0,
+            prompt: { messages: 4, chars: 4_000, hash: 1 },
+            realTokens: 2_000,
+          },
+          ...(growth ? { growth: { realTokens: 4_000, heuristicTokens: 2_000 } } : {}),
+          hidden: { last: 100, consistent, floors },
+        } as unknown as CalibrationState;
+        expect(Number.isFinite(priceAfterReset(state, C)(2_000, 0))).toBe(true);
+      }),
+      { numRuns: 300 },
     );
   });
 });
