@@ -386,8 +386,7 @@ function hiddenAfter(
   const given = kept ? (kept.recent ?? [kept.last]) : [];
   const earlier: readonly number[] = Array.isArray(given) ? given : [];
   // The counts behind the last readings (none in states stored before they were kept).
-  const storedCounts: readonly HiddenCount[] =
-    Array.isArray(kept?.counts) && kept.counts.every(isHiddenCount) ? kept.counts : [];
+  const storedCounts = countsKept(kept?.counts);
   const known = Math.min(earlier.length, storedCounts.length);
   const { rate, prior, across } = readingRate(state, next, pending, realTokens, earlier.length > 0, c);
   const count: HiddenCount = [realTokens - mediaTokens, chars / CHARS_PER_TOKEN];
@@ -433,9 +432,19 @@ function hiddenAfter(
   return { last, consistent, recent, floors, counts };
 }
 
-/** A stored count as hiddenAfter keeps them: two finite numbers. */
-const isHiddenCount = (count: unknown): count is HiddenCount =>
-  Array.isArray(count) && count.length === 2 && Number.isFinite(count[0]) && Number.isFinite(count[1]);
+/**
+ * The stored counts, when each is as hiddenAfter keeps them (two finite numbers); none otherwise.
+ * A plain loop: this runs on every real count, and `every` with a callback costs several times more.
+ */
+function countsKept(counts: unknown): readonly HiddenCount[] {
+  if (!Array.isArray(counts)) return [];
+  for (let i = 0; i < counts.length; i++) {
+    const count: unknown = counts[i];
+    if (!Array.isArray(count) || count.length !== 2 || !Number.isFinite(count[0]) || !Number.isFinite(count[1]))
+      return [];
+  }
+  return counts as HiddenCount[];
+}
 
 /** What hiddenAfter re-reads the earlier readings with. */
 interface Rereading {
