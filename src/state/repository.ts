@@ -7,7 +7,7 @@ import type { StoreFailedEvent } from '../events.ts';
 import { recordKey } from './keys.ts';
 import { KeyedLock } from './lock.ts';
 import { MemoryStore } from './memory.ts';
-import { emptySessionState, type SessionState } from './session.ts';
+import { emptySessionState, withReadableHidden, type SessionState } from './session.ts';
 import { isStaleLease, type StateStore, type StoreLease } from './store.ts';
 import { StoreTimeout, withTimeout } from './timeout.ts';
 
@@ -156,7 +156,10 @@ export class SessionRepository {
     const done = await this.withStore(sessionId, 'update', () =>
       update(
         recordKey('state', sessionId),
-        (current) => change(freshest(local, isSessionState(current) ? current : undefined) ?? emptySessionState()),
+        (current) =>
+          change(
+            freshest(local, isSessionState(current) ? withReadableHidden(current) : undefined) ?? emptySessionState(),
+          ),
         fence === undefined ? undefined : { fence },
       ),
     );
@@ -176,7 +179,8 @@ export class SessionRepository {
     value: Promise<SessionState | undefined>,
   ): Promise<SessionState | undefined> {
     const state = await value;
-    if (state === undefined || state === null || isSessionState(state)) return state ?? undefined;
+    if (state === undefined || state === null) return undefined;
+    if (isSessionState(state)) return withReadableHidden(state);
     this.options.onStoreFailed({ sessionId, operation: 'get', reason: 'error', error: new MalformedState() });
     return undefined;
   }

@@ -166,3 +166,32 @@ export interface SessionState {
 export function emptySessionState(): SessionState {
   return { version: 1, calibration: {}, calls: 0, usageRecorded: 0 };
 }
+
+/**
+ * A state read from the user's store with its invisible-share readings dropped when they are not
+ * as the guard writes them (finite numbers, in arrays where arrays go): another version or a broken
+ * write left something else there. Read as absent, they start again at the next real count; checked
+ * here, once per read from the store, rather than by the calibration on every count.
+ */
+export function withReadableHidden(state: SessionState): SessionState {
+  const hidden = state.calibration.hidden;
+  if (hidden === undefined || readableHidden(hidden)) return state;
+  const { hidden: _unreadable, ...calibration } = state.calibration;
+  return { ...state, calibration };
+}
+
+const finite = (value: unknown): boolean => Number.isFinite(value);
+const numbers = (value: unknown): boolean => value === undefined || (Array.isArray(value) && value.every(finite));
+const pair = (value: unknown): boolean => Array.isArray(value) && value.length === 2 && value.every(finite);
+
+function readableHidden(hidden: unknown): boolean {
+  if (typeof hidden !== 'object' || hidden === null) return false;
+  const { last, consistent, recent, floors, counts } = hidden as Record<string, unknown>;
+  return (
+    finite(last) &&
+    (consistent === undefined || finite(consistent)) &&
+    numbers(recent) &&
+    numbers(floors) &&
+    (counts === undefined || (Array.isArray(counts) && counts.every(pair)))
+  );
+}

@@ -381,12 +381,11 @@ function hiddenAfter(
   const { chars, mediaTokens } = pending;
   const rewritten = state.anchor !== undefined && !pending.extendsAnchor;
   const kept = rewritten ? undefined : state.hidden;
-  // Arrays only: a stored state another version or a broken write left with something else there
-  // has no earlier readings (the arrays below are read by index and length).
-  const given = kept ? (kept.recent ?? [kept.last]) : [];
-  const earlier: readonly number[] = Array.isArray(given) ? given : [];
+  // Read as the guard wrote them: a state read from the user's store was checked then
+  // (state/session.ts, withReadableHidden), not on every count here.
+  const earlier = kept ? (kept.recent ?? [kept.last]) : [];
   // The counts behind the last readings (none in states stored before they were kept).
-  const storedCounts = countsKept(kept?.counts);
+  const storedCounts = kept?.counts ?? [];
   const known = Math.min(earlier.length, storedCounts.length);
   const { rate, prior, across } = readingRate(state, next, pending, realTokens, earlier.length > 0, c);
   const count: HiddenCount = [realTokens - mediaTokens, chars / CHARS_PER_TOKEN];
@@ -422,7 +421,7 @@ function hiddenAfter(
   // sure (a dense tokenizer stays under the bound), even seen through a single count.
   const sure = Math.max(0, realTokens - mediaTokens - (chars / CHARS_PER_TOKEN) * c.max);
   // The last two floors kept, then this count's.
-  const kf = Array.isArray(kept?.floors) ? kept.floors : undefined;
+  const kf = kept?.floors;
   const f = kf ? kf.length : 0;
   const floors =
     f >= 2 ? [kf?.[f - 2] as number, kf?.[f - 1] as number, sure] : f === 1 ? [kf?.[0] as number, sure] : [sure];
@@ -430,20 +429,6 @@ function hiddenAfter(
   const consistent =
     n === 1 ? Math.min(recent[0] as number, last) : Math.min(recent[0] as number, recent[1] as number, last);
   return { last, consistent, recent, floors, counts };
-}
-
-/**
- * The stored counts, when each is as hiddenAfter keeps them (two finite numbers); none otherwise.
- * A plain loop: this runs on every real count, and `every` with a callback costs several times more.
- */
-function countsKept(counts: unknown): readonly HiddenCount[] {
-  if (!Array.isArray(counts)) return [];
-  for (let i = 0; i < counts.length; i++) {
-    const count: unknown = counts[i];
-    if (!Array.isArray(count) || count.length !== 2 || !Number.isFinite(count[0]) || !Number.isFinite(count[1]))
-      return [];
-  }
-  return counts as HiddenCount[];
 }
 
 /** What hiddenAfter re-reads the earlier readings with. */
