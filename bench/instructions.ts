@@ -228,11 +228,11 @@ function report(roots: string[], results: Map<string, Counts>[]): void {
         `| ${part} | ${root} | ${perCall(ir)} | ${perCall(i1)} | ${perCall(d1r + d1w)} | ${perCall(bc + bi)} |`,
       );
     });
-  if (results.length === 2) reportDifferences(results as [Map<string, Counts>, Map<string, Counts>]);
+  if (results.length === 2 || TOP > 0) reportDifferences(results[0] as Map<string, Counts>, results[1]);
 }
 
-/** The guard's functions (by name, wherever their file moved) whose instructions differ most. */
-function reportDifferences([here, other]: [Map<string, Counts>, Map<string, Counts>]): void {
+/** The guard's functions (by name, wherever their file moved) whose instructions differ most, and the costliest (--top). */
+function reportDifferences(here: Map<string, Counts>, other: Map<string, Counts> = new Map()): void {
   const byName = (costs: Map<string, Counts>): Map<string, Counts> => {
     const m = new Map<string, Counts>();
     for (const [bucket, c] of costs) {
@@ -259,12 +259,15 @@ function reportDifferences([here, other]: [Map<string, Counts>, Map<string, Coun
     for (const r of list) console.log(`  ${r.name.padEnd(28)} ${cells(r.a)} | ${cells(r.b)}`);
   };
   const instructions = (c: Counts): number => c[0] as number;
-  show(
-    'Per call, the functions whose instructions differ most',
-    [...rows]
-      .sort((x, y) => Math.abs(instructions(y.a) - instructions(y.b)) - Math.abs(instructions(x.a) - instructions(x.b)))
-      .slice(0, 15),
-  );
+  if (other.size > 0)
+    show(
+      'Per call, the functions whose instructions differ most',
+      [...rows]
+        .sort(
+          (x, y) => Math.abs(instructions(y.a) - instructions(y.b)) - Math.abs(instructions(x.a) - instructions(x.b)),
+        )
+        .slice(0, 15),
+    );
   if (TOP > 0)
     show(
       "Per call, this checkout's costliest functions",

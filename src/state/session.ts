@@ -169,9 +169,10 @@ export function emptySessionState(): SessionState {
 
 /**
  * A state read from the user's store with its invisible-share readings dropped when they are not
- * as the guard writes them (finite numbers, in arrays where arrays go): another version or a broken
- * write left something else there. Read as absent, they start again at the next real count; checked
- * here, once per read from the store, rather than by the calibration on every count.
+ * as the guard writes them (finite numbers, at most three in each array, the counts in pairs):
+ * another version or a broken write left something else there. Read as absent, they start again at
+ * the next real count. Checked here, once per read from the store, so that the calibration reads
+ * them as it wrote them on every count.
  */
 export function withReadableHidden(state: SessionState): SessionState {
   const hidden = state.calibration.hidden;
@@ -180,9 +181,14 @@ export function withReadableHidden(state: SessionState): SessionState {
   return { ...state, calibration };
 }
 
+/** Readings, floors and counts the guard keeps: those of the last three real counts. */
+const KEPT_READINGS = 3;
+
 const finite = (value: unknown): boolean => Number.isFinite(value);
-const numbers = (value: unknown): boolean => value === undefined || (Array.isArray(value) && value.every(finite));
 const pair = (value: unknown): boolean => Array.isArray(value) && value.length === 2 && value.every(finite);
+/** Absent, or an array of at most KEPT_READINGS entries that `each` accepts. */
+const kept = (value: unknown, each: (entry: unknown) => boolean): boolean =>
+  value === undefined || (Array.isArray(value) && value.length <= KEPT_READINGS && value.every(each));
 
 function readableHidden(hidden: unknown): boolean {
   if (typeof hidden !== 'object' || hidden === null) return false;
@@ -190,8 +196,8 @@ function readableHidden(hidden: unknown): boolean {
   return (
     finite(last) &&
     (consistent === undefined || finite(consistent)) &&
-    numbers(recent) &&
-    numbers(floors) &&
-    (counts === undefined || (Array.isArray(counts) && counts.every(pair)))
+    kept(recent, finite) &&
+    kept(floors, finite) &&
+    kept(counts, pair)
   );
 }

@@ -421,10 +421,9 @@ function hiddenAfter(
   // sure (a dense tokenizer stays under the bound), even seen through a single count.
   const sure = Math.max(0, realTokens - mediaTokens - (chars / CHARS_PER_TOKEN) * c.max);
   // The last two floors kept, then this count's.
-  const kf = kept?.floors;
-  const f = kf ? kf.length : 0;
-  const floors =
-    f >= 2 ? [kf?.[f - 2] as number, kf?.[f - 1] as number, sure] : f === 1 ? [kf?.[0] as number, sure] : [sure];
+  const kf = kept?.floors ?? [];
+  const f = kf.length;
+  const floors = f >= 2 ? [kf[f - 2] as number, kf[f - 1] as number, sure] : f === 1 ? [kf[0] as number, sure] : [sure];
   if (n === 0) return { last, recent, floors, counts };
   const consistent =
     n === 1 ? Math.min(recent[0] as number, last) : Math.min(recent[0] as number, recent[1] as number, last);
@@ -506,9 +505,7 @@ export function priceAfterReset(
   // A share consistent over the last two counts is real, with or without a measured rate (two
   // counts of a compacted prompt, no growth between them); the latest count's share alone is at
   // most an upper bound of it (a host that reported the sum of several steps as one count).
-  // Numbers only: what another version or a broken write left in a stored state prices nothing.
-  const stored = state.hidden?.consistent;
-  const consistent = Number.isFinite(stored) ? stored : undefined;
+  const consistent = state.hidden?.consistent;
   const measured = state.growth
     ? ref.realTokens - ref.mediaTokens - (ref.chars / CHARS_PER_TOKEN) * marginal
     : Number.NEGATIVE_INFINITY;
@@ -517,10 +514,7 @@ export function priceAfterReset(
     invisible = state.growth ? Math.min(measured, Math.max(0, consistent)) : Math.max(0, consistent);
   // Never below what the recent counts show is invisible for sure (their smallest: a one-off jump is
   // at most an upper bound); none shown leaves a negative part as it is.
-  const floors = state.hidden?.floors;
-  let floor = Array.isArray(floors) && floors.length > 0 ? Number.POSITIVE_INFINITY : 0;
-  // A loop, not a spread: a stored array of any length cannot overflow the call's arguments.
-  if (Array.isArray(floors)) for (const f of floors) floor = Math.min(floor, f);
+  const floor = state.hidden?.floors?.length ? Math.min(...state.hidden.floors) : 0;
   if (floor > 0) invisible = Math.max(invisible, floor);
   const offset = state.anchor ? 0 : (state.reference?.offset ?? 0);
   return (chars, media) =>
