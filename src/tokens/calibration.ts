@@ -378,9 +378,13 @@ function hiddenAfter(
   realTokens: number,
   c: ResolvedCalibration,
 ): NonNullable<CalibrationState['hidden']> {
-  const { chars, mediaTokens } = pending;
   const rewritten = state.anchor !== undefined && !pending.extendsAnchor;
   const kept = rewritten ? undefined : state.hidden;
+  if (kept !== undefined && next.growth !== undefined) {
+    const steady = steadyHidden(kept, next, pending, realTokens, c);
+    if (steady !== undefined) return steady;
+  }
+  const { chars, mediaTokens } = pending;
   // Read as the guard wrote them: a state read from the user's store was checked then
   // (state/session.ts, withReadableHidden), not on every count here.
   const earlier = kept ? (kept.recent ?? [kept.last]) : [];
@@ -428,6 +432,44 @@ function hiddenAfter(
   const consistent =
     n === 1 ? Math.min(recent[0] as number, last) : Math.min(recent[0] as number, recent[1] as number, last);
   return { last, consistent, recent, floors, counts };
+}
+
+/**
+ * hiddenAfter on the count almost every call brings: growth measured (the readings are read at its
+ * rate, nothing across a compaction), two readings or more kept, each with its count, and two
+ * floors or more. The same values as the general way, on a path of its own: this runs on every real
+ * count, and early in a process, before V8's top tier, a call's cost follows how much code it runs
+ * (each call fetches most of its code again from beyond the first-level cache), not how many
+ * instructions. Undefined for any other kept state.
+ */
+function steadyHidden(
+  kept: NonNullable<CalibrationState['hidden']>,
+  next: CalibrationState,
+  pending: PendingRequest,
+  realTokens: number,
+  c: ResolvedCalibration,
+): NonNullable<CalibrationState['hidden']> | undefined {
+  const { recent: earlier, counts: stored, floors: kf } = kept;
+  if (earlier === undefined || stored === undefined || kf === undefined) return undefined;
+  const s = stored.length;
+  const f = kf.length;
+  if (earlier.length < 2 || s < earlier.length || f < 2) return undefined;
+  const rate = growthModel(next, c).rate;
+  const visible = pending.chars / CHARS_PER_TOKEN;
+  const real = realTokens - pending.mediaTokens;
+  const last = real - visible * rate;
+  const a = stored[s - 2] as HiddenCount;
+  const b = stored[s - 1] as HiddenCount;
+  const ra = a[0] - a[1] * rate;
+  const rb = b[0] - b[1] * rate;
+  const sure = Math.max(0, real - visible * c.max);
+  return {
+    last,
+    consistent: Math.min(ra, rb, last),
+    recent: [ra, rb, last],
+    floors: [kf[f - 2] as number, kf[f - 1] as number, sure],
+    counts: [a, b, [real, visible]],
+  };
 }
 
 /** What hiddenAfter re-reads the earlier readings with. */
