@@ -183,16 +183,37 @@ function sameMessage(a: GuardMessage, b: GuardMessage): boolean {
   return true;
 }
 
+// Empty arrays whose elements are already of the kind they will hold. A `[]` literal starts as an
+// array of small integers, and the first object (or number beyond the small integers) pushed onto
+// it widens its kind: the optimized code of the loop that pushes (PromptMeasurer.extend, compiled
+// on the arrays of earlier sessions) then deoptimizes at a new session's first measure, and runs
+// unoptimized for the next thousand calls or so. An array's kind only ever widens: emptied, it
+// stays. (One function per kind: a literal's kind is also learned by the place that makes it.)
+
+/** An empty array of the kind that holds objects. */
+function emptyObjects<T extends object>(): T[] {
+  const array: object[] = [emptyObjects];
+  array.length = 0;
+  return array as T[];
+}
+
+/** An empty array of the kind that holds prefix hashes (unsigned 32-bit: half beyond the small integers). */
+function emptyHashes(): number[] {
+  const array = [PREFIX_HASH_SEED];
+  array.length = 0;
+  return array;
+}
+
 /** A session's cache before its first measure (or after a measure of another kind). */
 function emptyCache(kind: string): SessionCache {
   return {
     kind,
-    entries: [],
-    seen: [],
+    entries: emptyObjects<Entry>(),
+    seen: emptyObjects<GuardMessage>(),
     source: undefined,
     cumChars: [],
     cumMedia: [],
-    cumHash: [],
+    cumHash: emptyHashes(),
     tools: undefined,
     toolChars: 0,
     published: 0,
