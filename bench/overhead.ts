@@ -15,6 +15,8 @@
 //                                          throwaway passes instead of one: where in the process a row is timed)
 //   node bench/overhead.ts --yardstick     (a fixed workload of the bench's own timed after each
 //                                          recount: a measure of the process's speed the guard does not run)
+//   node bench/overhead.ts --json --marks  (a line where each row's growth and timed calls start:
+//                                          bench/deopts.ts places V8's deoptimizations with them)
 //
 // A throwaway session of each host runs first, so that the timed calls run compiled code (an
 // agent's process calls the guard thousands of times) and the 100k row is not a measure of the JIT.
@@ -53,6 +55,8 @@ const SIZES_FLAG = stringFlag(process.argv, '--sizes');
 const SIZES = SIZES_FLAG?.split(',').map(Number) ?? (quick ? [20_000, 100_000] : [100_000, 1_000_000]);
 const WARMUPS = numberFlag(process.argv, '--warmups', 1);
 const yardstick = process.argv.includes('--yardstick');
+/** Prints where each row's phases start (--marks), on the same stream as V8's traces. */
+const mark = process.argv.includes('--marks') ? (what: string) => console.log(`# mark: ${what}`) : () => {};
 const TIMED_STEPS = quick ? 20 : 100;
 const RECOUNT_EVERY = 4;
 
@@ -136,6 +140,7 @@ async function measure(targetTokens: number, host: Host): Promise<Row> {
   });
   let history = firstMessages();
   let i = 0;
+  mark(`${targetTokens} ${host}: growth`);
   // Warm-up: grow through the guard, as a real session would, so that the timed calls are centred
   // on the target size.
   let stepTokens = 0;
@@ -152,6 +157,7 @@ async function measure(targetTokens: number, host: Host): Promise<Row> {
   const guardTimes: number[] = [];
   const recountTimes: number[] = [];
   const yardstickTimes: number[] = [];
+  mark(`${targetTokens} ${host}: timed`);
   for (let k = 0; k < TIMED_STEPS; k++) {
     history = [...history, ...step(i++)];
     const sent = host === 'rebuilt objects' ? rebuild(history) : history;
@@ -199,6 +205,7 @@ interface Row {
 async function run(): Promise<Row[]> {
   for (let pass = 0; pass < WARMUPS; pass++) for (const host of HOSTS) await measure(quick ? 5_000 : 300_000, host);
   const rows: Row[] = [];
+  mark('rows');
   for (const size of SIZES) for (const host of HOSTS) rows.push(await measure(size, host));
   aside = [];
   return rows;
