@@ -185,7 +185,17 @@ export function proseSentences(text: string): string[] {
  * paragraph that has any, in order.
  */
 export function proseParagraphs(text: string): string[][] {
+  // One loop per function: V8 compiles a long text's loop while it runs (on-stack replacement), and
+  // code after that loop in the same function, not yet run when it was compiled, deoptimized on
+  // every long text after (the compiled loop is kept and entered again).
   const lines = text.split(/\r?\n/);
+  const kinds = lineKinds(lines);
+  settleUnsure(kinds);
+  return paragraphsOf(lines, kinds);
+}
+
+/** The kind of each line: fenced code blocks are code, the other lines as lineKind reads them. */
+function lineKinds(lines: readonly string[]): Kind[] {
   const kinds: Kind[] = new Array(lines.length);
   let fenced = false;
   for (let i = 0; i < lines.length; i++) {
@@ -197,23 +207,39 @@ export function proseParagraphs(text: string): string[][] {
     }
     kinds[i] = fenced ? 'code' : lineKind(line);
   }
-  // An unsure line is code when the nearest decided lines on both sides, within its paragraph, are
-  // code (a short line inside a pasted block), and prose otherwise (a short reply after a log).
-  const before: Kind[] = new Array(lines.length);
-  let last: Kind = 'blank';
-  for (let i = 0; i < lines.length; i++) {
-    const k = kinds[i] as Kind;
-    if (k === 'blank') last = 'blank';
-    before[i] = last;
-    if (k === 'prose' || k === 'code') last = k;
-  }
+  return kinds;
+}
+
+/**
+ * An unsure line is code when the nearest decided lines on both sides, within its paragraph, are
+ * code (a short line inside a pasted block), and prose otherwise (a short reply after a log).
+ */
+function settleUnsure(kinds: Kind[]): void {
+  const before = decidedBefore(kinds);
   let next: Kind = 'blank';
-  for (let i = lines.length - 1; i >= 0; i--) {
+  for (let i = kinds.length - 1; i >= 0; i--) {
     const k = kinds[i] as Kind;
     if (k === 'blank') next = 'blank';
     if (k === 'unsure') kinds[i] = before[i] === 'code' && next === 'code' ? 'code' : 'prose';
     if (k === 'prose' || k === 'code') next = k;
   }
+}
+
+/** For each line, the kind of the nearest decided line before it in its paragraph ('blank': none). */
+function decidedBefore(kinds: readonly Kind[]): Kind[] {
+  const before: Kind[] = new Array(kinds.length);
+  let last: Kind = 'blank';
+  for (let i = 0; i < kinds.length; i++) {
+    const k = kinds[i] as Kind;
+    if (k === 'blank') last = 'blank';
+    before[i] = last;
+    if (k === 'prose' || k === 'code') last = k;
+  }
+  return before;
+}
+
+/** The prose sentences of each paragraph (lines between blank lines) that has any. */
+function paragraphsOf(lines: readonly string[], kinds: readonly Kind[]): string[][] {
   const paragraphs: string[][] = [];
   let current: string[] = [];
   for (let i = 0; i < lines.length; i++) {

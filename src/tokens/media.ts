@@ -186,6 +186,15 @@ function resolveDataUrl(url: string): InlineSource | undefined {
 /** Decodes at most `maxBytes` bytes of base64 starting at `start`, stopping at padding or junk. */
 function decodeBase64(text: string, start: number, maxBytes: number): Uint8Array {
   const out = new Uint8Array(maxBytes);
+  // The loop in a function of its own: V8 compiles a long payload's loop while it runs (on-stack
+  // replacement), and code after it in the same function, not yet run then, deoptimized on every
+  // payload after (the compiled loop is kept and entered again).
+  return out.subarray(0, decodeBase64Into(out, text, start));
+}
+
+/** decodeBase64's loop: the bytes decoded into `out`, and how many. */
+function decodeBase64Into(out: Uint8Array, text: string, start: number): number {
+  const maxBytes = out.length;
   // Allow for line breaks (MIME wraps at 76) without letting a whitespace-only string run long.
   const end = Math.min(text.length, start + Math.ceil(maxBytes / 3) * 8 + 64);
   let acc = 0;
@@ -204,7 +213,7 @@ function decodeBase64(text: string, start: number, maxBytes: number): Uint8Array
       acc &= (1 << bits) - 1;
     }
   }
-  return out.subarray(0, n);
+  return n;
 }
 
 /** Decodes at most `maxBytes` bytes of a percent-encoded data: URL payload. */
